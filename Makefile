@@ -1,0 +1,31 @@
+# Two entry points: `make demo` and `make check`. Both create .venv on first use.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo check lit pytest lint clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+check: $(STAMP) lint lit pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check python dialects passes tools test benchmarks examples
+
+lit: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -ra test/unit
+
+clean:
+	rm -rf $(VENV) build *.egg-info python/*.egg-info

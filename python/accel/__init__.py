@@ -1,0 +1,29 @@
+"""accel: a Python-first, MLIR-based compiler toolchain for AI accelerators.
+
+Public API (lazy, so `import accel` stays cheap for the CLIs):
+- `accel.compile_mlir(source, options=None)`: JIT-compile MLIR for the host CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "compile_mlir": ("accel.backend.cpu", "compile_mlir"),
+    "CompiledMLIR": ("accel.backend.cpu", "CompiledMLIR"),
+    "make_context": ("accel.context", "make_context"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'accel' has no attribute {name!r}")
+    import importlib
+
+    mod, attr = _LAZY[name]
+    return getattr(importlib.import_module(mod), attr)
+
+
+__all__ = ["__version__", *_LAZY]

@@ -1,0 +1,45 @@
+"""Shared plumbing for accel's command-line tools: errors as diagnostics, never tracebacks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+from accel.diagnostics import AccelError
+
+
+def tool_name() -> str:
+    return os.path.basename(sys.argv[0]) or "accel"
+
+
+def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
+    """Run a tool's `main(argv)`; print `AccelError`s as diagnostics and exit 1.
+
+    Any other exception is an accel bug: one line naming it (with `--debug` for the traceback).
+    """
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        return main(args)
+    except AccelError as err:
+        if debug:
+            traceback.print_exc()
+        print(err.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as err:  # noqa: BLE001 - last line of defence: no tracebacks for users
+        if debug:
+            traceback.print_exc()
+        print(f"{tool_name()}: error: internal error: {type(err).__name__}: {err} "
+              "(run with --debug for a traceback)", file=sys.stderr)
+        return 1
+
+
+def exit_with(main: Callable[[list[str]], int]) -> None:
+    """Console-script entry: `sys.exit(run_main(main))`."""
+    sys.exit(run_main(main))

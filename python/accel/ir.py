@@ -1,0 +1,114 @@
+"""The one module that imports the MLIR Python bindings.
+
+accel uses the upstream MLIR Python bindings bundled in the `torch-mlir` wheel. Every other
+module imports from here (`from accel.ir import ir, PassManager, dialects`), so switching the
+binding provider (e.g. to a standalone `mlir` wheel) touches only this file.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir import rewrite
+from torch_mlir.dialects import (
+    affine,
+    arith,
+    bufferization,
+    builtin,
+    cf,
+    ext,
+    func,
+    irdl,
+    linalg,
+    llvm,
+    math,
+    memref,
+    scf,
+    tensor,
+    transform,
+    vector,
+)
+from torch_mlir.ir import (
+    Attribute,
+    Block,
+    Context,
+    InsertionPoint,
+    Location,
+    MLIRError,
+    Module,
+    Operation,
+    OpView,
+    Type,
+    Value,
+)
+from torch_mlir.passmanager import ExternalPass, PassManager
+
+#: Name of the bindings provider, shown by `--version`.
+PROVIDER = "torch-mlir"
+
+
+def provider_version() -> str:
+    """Version of the wheel that provides the bindings."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(PROVIDER)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def translate_to_llvmir(module: Module) -> str:
+    """Translate a module in the LLVM dialect to LLVM IR text (upstream syntax)."""
+    return llvm.translate_module_to_llvmir(module.operation)
+
+
+def bindings_opt_tool() -> str:
+    """Path of the `*-opt` binary that ships with the bindings (used only by probes)."""
+    import os
+
+    import torch_mlir
+
+    return os.path.join(os.path.dirname(torch_mlir.__file__), "_mlir_libs", "torch-mlir-opt")
+
+
+class dialects:  # noqa: N801 - a namespace, used as `dialects.func`
+    """Namespace of the upstream dialect modules accel uses."""
+
+    affine = affine
+    arith = arith
+    bufferization = bufferization
+    builtin = builtin
+    cf = cf
+    ext = ext
+    func = func
+    irdl = irdl
+    linalg = linalg
+    llvm = llvm
+    math = math
+    memref = memref
+    scf = scf
+    tensor = tensor
+    transform = transform
+    vector = vector
+
+
+__all__ = [
+    "Attribute",
+    "Block",
+    "Context",
+    "ExternalPass",
+    "InsertionPoint",
+    "Location",
+    "MLIRError",
+    "Module",
+    "OpView",
+    "Operation",
+    "PassManager",
+    "PROVIDER",
+    "Type",
+    "Value",
+    "dialects",
+    "ir",
+    "provider_version",
+    "rewrite",
+    "translate_to_llvmir",
+]
