@@ -1,0 +1,34 @@
+"""accel.passes: the Python pass API and accel's own passes (one file per pass).
+
+Importing this package registers every built-in pass; plugin files register theirs with
+`@register_pass` when `accel-opt --load-pass-plugin=FILE` (or `load_pass_plugin`) imports them.
+"""
+
+from __future__ import annotations
+
+from accel.passes.base import (
+    FunctionPass,
+    ModulePass,
+    OptionError,
+    Pass,
+    PassFailure,
+    lookup_pass,
+    register_pass,
+    registered_passes,
+)
+from accel.passes.plugins import load_pass_plugin
+
+# Built-in passes: importing each module registers it.
+from accel.passes import emit_c_interface  # noqa: E402,F401,I001
+
+__all__ = [
+    "FunctionPass",
+    "ModulePass",
+    "OptionError",
+    "Pass",
+    "PassFailure",
+    "load_pass_plugin",
+    "lookup_pass",
+    "register_pass",
+    "registered_passes",
+]

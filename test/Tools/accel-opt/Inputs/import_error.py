@@ -1,0 +1,2 @@
+x = 1
+raise ImportError("needs a missing dependency")
