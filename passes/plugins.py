@@ -15,14 +15,14 @@ from accel.diagnostics import AccelError, Diagnostic
 def load_pass_plugin(path: str) -> ModuleType:
     """Import a Python file whose `@register_pass` classes become available by name."""
     if not os.path.isfile(path):
-        raise AccelError(f"cannot load pass plugin '{path}': no such file")
+        raise AccelError("cannot load pass plugin: no such file", file=path)
     real = os.path.realpath(path)
     mod_name = "accel_plugin_" + hashlib.sha1(real.encode()).hexdigest()[:12]
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, real)
     if spec is None or spec.loader is None:
-        raise AccelError(f"cannot load pass plugin '{path}': not a Python file")
+        raise AccelError("cannot load pass plugin: not a Python file", file=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:

@@ -26,6 +26,9 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
     except AccelError as err:
         if debug:
             traceback.print_exc()
+        first = err.diagnostics[0] if err.diagnostics else None
+        if first is not None and first.file is None:
+            first.file = tool_name()  # `accel-opt: error: ...` for errors with no source
         print(err.format(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -67,6 +67,8 @@ def relocate(loc: object, filename: str, line_offset: int = 0) -> tuple[str, int
     if parsed is None:
         return filename, None, None
     file, line, col = parsed
+    if line == 0:  # the implicit top-level module: point at the start of the buffer
+        line, col = 1, 1
     if file in ("-", "", "<stdin>"):
         return filename, line + line_offset, col
     return file, line, col

@@ -295,11 +295,12 @@ def build_pass_manager(steps: Sequence[Step], cfg: RunConfig,
                    argument=inst.name, description=inst.summary())  # type: ignore[attr-defined]
     if not cfg.verify_each:
         pm.enable_verifier(False)
-    if cfg.print_ir_before_all or cfg.print_ir_after_all or cfg.print_ir_after_failure:
+    # After-failure printing is done by `run_steps`: the C API only prints on failure when it
+    # also prints after every pass.
+    if cfg.print_ir_before_all or cfg.print_ir_after_all:
         pm.enable_ir_printing(
             print_before_all=cfg.print_ir_before_all,
             print_after_all=cfg.print_ir_after_all,
-            print_after_failure=cfg.print_ir_after_failure,
             print_module_scope=True,
             print_generic_op_form=cfg.print_generic,
         )
@@ -373,11 +374,20 @@ def run_steps(module: Module | Operation, steps: Sequence[Step], cfg: RunConfig 
         error = from_mlir_error(err, cfg.filename, cfg.line_offset)
         if failures:
             error = AccelError(failures[0].message, diagnostics=failures)
+        if cfg.print_ir_after_failure:
+            _print_ir_after_failure(op, cfg)
         raise _with_reproducer(error, original, steps, cfg) from None
     finally:
         del pm  # flushes the timing report now, not at interpreter exit
     if timings is not None:
         timings.append((pipeline_text(steps), time.perf_counter() - start))
+
+
+def _print_ir_after_failure(op: Operation, cfg: RunConfig) -> None:
+    import sys
+
+    asm = op.get_asm(print_generic_op_form=cfg.print_generic, assume_verified=True)
+    print(f"// -----// IR Dump After Failure //----- //\n{asm}", file=sys.stderr, flush=True)
 
 
 def _with_reproducer(error: AccelError, original: str, steps: Sequence[Step],
@@ -387,7 +397,7 @@ def _with_reproducer(error: AccelError, original: str, steps: Sequence[Step],
     fd, path = tempfile.mkstemp(prefix="accel-repro-", suffix=".mlir")
     with os.fdopen(fd, "w") as f:
         f.write(original)
-    flags = [f"--load-pass-plugin={p}" for p in cfg.plugins] + list(cfg.extra_flags)
+    flags = [f"--load-pass-plugin={os.path.abspath(p)}" for p in cfg.plugins] + list(cfg.extra_flags)
     command = " ".join(["accel-opt", path, *flags, f"--pass-pipeline='{pipeline_text(steps)}'"])
     error.diagnostics.append(Diagnostic("note", f"input IR of the failed pipeline: {path}"))
     error.diagnostics.append(Diagnostic("note", f"reproduce with: {command}"))
