@@ -61,7 +61,9 @@ class Pass:
     @classmethod
     def summary(cls) -> str:
         """First line of the docstring."""
-        doc = (cls.__doc__ or "").strip()
+        doc = (cls.__dict__.get("__doc__") or "").strip()
+        if doc.startswith(f"{cls.__name__}("):  # @dataclass made this up: no real docstring
+            return ""
         return doc.splitlines()[0].strip() if doc else ""
 
     @classmethod

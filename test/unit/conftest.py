@@ -1,0 +1,29 @@
+"""Shared pytest fixtures for accel's unit tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def ctx():
+    from accel.context import make_context
+
+    with make_context() as c:
+        yield c
+
+
+def run_tool(tool: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run an installed console script and capture its output."""
+    exe = BIN / tool
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(exe), *args], input=input, capture_output=True, text=True,
+                          env=env, timeout=120)
