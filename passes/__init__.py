@@ -6,6 +6,8 @@ Importing this package registers every built-in pass; plugin files register thei
 
 from __future__ import annotations
 
+# Built-in passes: importing each module registers it.
+from accel.passes import emit_c_interface  # noqa: E402,F401,I001
 from accel.passes.base import (
     FunctionPass,
     ModulePass,
@@ -17,9 +19,6 @@ from accel.passes.base import (
     registered_passes,
 )
 from accel.passes.plugins import load_pass_plugin
-
-# Built-in passes: importing each module registers it.
-from accel.passes import emit_c_interface  # noqa: E402,F401,I001
 
 __all__ = [
     "FunctionPass",

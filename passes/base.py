@@ -286,7 +286,8 @@ def instantiate(cls: type[Pass], option_text: str) -> Pass:
             raise OptionError(cls, f"unknown option '{key}'{hint}")
         if raw is None:
             if info.type is not bool:
-                raise OptionError(cls, f"option '{info.name}' needs a value ({type_name(info.type)})")
+                needs = f"option '{info.name}' needs a value ({type_name(info.type)})"
+                raise OptionError(cls, needs)
             raw = "true"
         try:
             kwargs[info.name] = _convert(raw, info.type)

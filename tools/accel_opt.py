@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run `accel-opt --list-passes` for every pass with its summary and options.")
     p.add_argument("input", nargs="?", default="-", help="input .mlir file, or - for stdin")
-    p.add_argument("-o", dest="output", default="-", metavar="FILE", help="output file (- = stdout)")
+    p.add_argument("-o", dest="output", default="-", metavar="FILE",
+                   help="output file (- = stdout)")
     p.add_argument("--pass-pipeline", metavar="PIPELINE",
                    help="textual pipeline, e.g. 'builtin.module(func.func(cse),canonicalize)'")
     p.add_argument("--split-input-file", action="store_true",
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify-each", dest="verify_each", action="store_false",
                    help="do not run the verifier after each pass")
     p.add_argument("--version", action="store_true", help="print versions and exit")
-    p.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    p.add_argument("--debug", action="store_true",
+                   help="show Python tracebacks for internal errors")
     return p
 
 
@@ -125,7 +127,8 @@ def list_passes() -> str:
         for o in cls.options():
             default = "" if repr(o.default) == "<required>" else f" (default: {_fmt(o.default)})"
             helptext = f"  {o.help}" if o.help else ""
-            lines.append(f"    --{o.name.replace('_', '-')}=<{type_name(o.type)}>{default}{helptext}")
+            flag = o.name.replace("_", "-")
+            lines.append(f"    --{flag}=<{type_name(o.type)}>{default}{helptext}")
     try:
         from accel.upstream_passes import upstream_passes
     except ImportError:

@@ -61,7 +61,9 @@ def parse_location(loc: object) -> tuple[str, int, int] | None:
     return m.group("file"), int(m.group("line")), int(m.group("col"))
 
 
-def relocate(loc: object, filename: str, line_offset: int = 0) -> tuple[str, int | None, int | None]:
+def relocate(
+    loc: object, filename: str, line_offset: int = 0
+) -> tuple[str, int | None, int | None]:
     """Map a location from a buffer parsed from memory to the user's file and line."""
     parsed = parse_location(loc)
     if parsed is None:

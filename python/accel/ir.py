@@ -7,8 +7,7 @@ binding provider (e.g. to a standalone `mlir` wheel) touches only this file.
 
 from __future__ import annotations
 
-from torch_mlir import ir
-from torch_mlir import rewrite
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import (
     affine,
     arith,

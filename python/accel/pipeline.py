@@ -397,7 +397,8 @@ def _with_reproducer(error: AccelError, original: str, steps: Sequence[Step],
     fd, path = tempfile.mkstemp(prefix="accel-repro-", suffix=".mlir")
     with os.fdopen(fd, "w") as f:
         f.write(original)
-    flags = [f"--load-pass-plugin={os.path.abspath(p)}" for p in cfg.plugins] + list(cfg.extra_flags)
+    flags = [f"--load-pass-plugin={os.path.abspath(p)}" for p in cfg.plugins]
+    flags += cfg.extra_flags
     command = " ".join(["accel-opt", path, *flags, f"--pass-pipeline='{pipeline_text(steps)}'"])
     error.diagnostics.append(Diagnostic("note", f"input IR of the failed pipeline: {path}"))
     error.diagnostics.append(Diagnostic("note", f"reproduce with: {command}"))

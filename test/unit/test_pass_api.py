@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-
 from accel.diagnostics import AccelError
 from accel.ir import Module, ir
 from accel.passes import ModulePass, register_pass, registered_passes
