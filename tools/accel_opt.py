@@ -171,7 +171,7 @@ class ChunkResult:
 def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> ChunkResult:
     from accel.context import make_context
     from accel.ir import MLIRError, Module
-    from accel.pipeline import RunConfig, run_steps
+    from accel.pipeline import RunConfig, dialect_errors, run_steps
 
     a = opts.args
     filename = display_name(a.input)
@@ -191,7 +191,7 @@ def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> Ch
         except MLIRError as err:
             return ChunkResult(None, collected + from_mlir_error(err, filename, line_offset)
                                .diagnostics, False)
-        errors = dialect_errors(module, filename, line_offset)
+        errors = dialect_errors(module.operation, filename, line_offset)
         if errors:
             return ChunkResult(None, collected + errors, False)
         cfg = RunConfig(
@@ -208,23 +208,9 @@ def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> Ch
                 run_steps(module, steps, cfg)
             except AccelError as err:
                 return ChunkResult(None, collected + err.diagnostics, False)
-            errors = dialect_errors(module, filename, line_offset)
-            if errors:
-                return ChunkResult(None, collected + errors, False)
         out = module.operation.get_asm(print_generic_op_form=a.mlir_print_op_generic,
                                        enable_debug_info=a.mlir_print_debuginfo)
         return ChunkResult(str(out), collected, True)
-
-
-def dialect_errors(module: object, filename: str, line_offset: int) -> list[Diagnostic]:
-    """Errors from the accel dialects' Python verifiers (invariants IRDL cannot express)."""
-    from accel.dialects import verify_module
-
-    out = []
-    for loc, message in verify_module(module.operation):  # type: ignore[attr-defined]
-        file, line, col = relocate(loc, filename, line_offset)
-        out.append(Diagnostic("error", message, file, line, col))
-    return out
 
 
 def display_name(path: str) -> str:

@@ -379,8 +379,24 @@ def run_steps(module: Module | Operation, steps: Sequence[Step], cfg: RunConfig 
         raise _with_reproducer(error, original, steps, cfg) from None
     finally:
         del pm  # flushes the timing report now, not at interpreter exit
+    errors = dialect_errors(op, cfg.filename, cfg.line_offset)
+    if errors:
+        raise _with_reproducer(AccelError(errors[0].message, diagnostics=errors), original,
+                               steps, cfg)
     if timings is not None:
         timings.append((pipeline_text(steps), time.perf_counter() - start))
+
+
+def dialect_errors(op: Operation, filename: str, line_offset: int = 0) -> list[Diagnostic]:
+    """Errors from the accel dialects' Python verifiers (invariants IRDL cannot express)."""
+    from accel.diagnostics import relocate
+    from accel.dialects import verify_module
+
+    out = []
+    for loc, message in verify_module(op):
+        file, line, col = relocate(loc, filename, line_offset)
+        out.append(Diagnostic("error", message, file, line, col))
+    return out
 
 
 def _print_ir_after_failure(op: Operation, cfg: RunConfig) -> None:
