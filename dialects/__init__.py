@@ -14,7 +14,7 @@ from types import ModuleType
 from accel.ir import Context, Location, Operation
 
 #: Dialect modules loaded into every accel context.
-DIALECT_MODULES: tuple[str, ...] = ()
+DIALECT_MODULES: tuple[str, ...] = ("rdu", "mncore")
 
 
 def _modules() -> list[ModuleType]:

@@ -7,7 +7,7 @@ Importing this package registers every built-in pass; plugin files register thei
 from __future__ import annotations
 
 # Built-in passes: importing each module registers it.
-from accel.passes import emit_c_interface  # noqa: E402,F401,I001
+from accel.passes import emit_c_interface, mncore_strip_layouts  # noqa: E402,F401,I001
 from accel.passes.base import (
     FunctionPass,
     ModulePass,

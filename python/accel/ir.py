@@ -60,13 +60,20 @@ def translate_to_llvmir(module: Module) -> str:
     return llvm.translate_module_to_llvmir(module.operation)
 
 
+def bindings_libs_dir() -> str:
+    """Folder of the bindings' native libraries (`_mlir_libs`: the CAPI `.so`, the `*-opt` tool)."""
+    import os
+
+    from torch_mlir import _mlir_libs
+
+    return os.path.dirname(os.path.abspath(_mlir_libs.__file__))
+
+
 def bindings_opt_tool() -> str:
     """Path of the `*-opt` binary that ships with the bindings (used only by probes)."""
     import os
 
-    import torch_mlir
-
-    return os.path.join(os.path.dirname(torch_mlir.__file__), "_mlir_libs", "torch-mlir-opt")
+    return os.path.join(bindings_libs_dir(), "torch-mlir-opt")
 
 
 class dialects:  # noqa: N801 - a namespace, used as `dialects.func`
@@ -105,6 +112,8 @@ __all__ = [
     "PROVIDER",
     "Type",
     "Value",
+    "bindings_libs_dir",
+    "bindings_opt_tool",
     "dialects",
     "ir",
     "provider_version",

@@ -90,7 +90,6 @@ def test_list_passes_shows_accel_and_plugin_passes() -> None:
 
 
 def test_list_passes_shows_upstream_passes() -> None:
-    pytest.importorskip("accel.upstream_passes")
     text = run_tool("accel-opt", "--list-passes").stdout
     for name in ("canonicalize", "cse", "lower-affine", "convert-linalg-to-loops",
                  "one-shot-bufferize", "affine-loop-fusion", "convert-to-llvm"):

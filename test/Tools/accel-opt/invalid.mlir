@@ -27,7 +27,7 @@
 // PLUGINSYNTAX: syntax_error.py:1:12: error: invalid pass plugin: invalid syntax
 // RUN: not accel-opt %s --load-pass-plugin=%S/Inputs/import_error.py 2>&1 | FileCheck %s --check-prefix=PLUGINRAISE
 // PLUGINRAISE: import_error.py:2:1: error: loading pass plugin failed: ImportError: needs a missing dependency
-// RUN: not accel-opt %s --load-pass-plugin=%S/Inputs/tag_funcs.py -crash-in-python 2>&1 \
+// RUN: not accel-opt %s --allow-unregistered-dialect --load-pass-plugin=%S/Inputs/tag_funcs.py -crash-in-python 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CRASH
 // CRASH: invalid.mlir:1:1: error: pass 'crash-in-python' raised RuntimeError: plugin bug
 // CRASH-NEXT: tag_funcs.py:{{[0-9]+}}:1: note: raised here

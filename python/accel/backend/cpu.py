@@ -1,0 +1,567 @@
+"""JIT-compiling MLIR for the host CPU: `compile_mlir(source) -> CompiledMLIR`.
+
+    from accel import compile_mlir
+    mod = compile_mlir('''
+      func.func @add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> { ... }''')
+    out = mod.invoke("add", x, y)        # numpy in, numpy out
+
+Input may be at any level the pipelines below cover: linalg/tensor, memref, affine, scf,
+arith/math/cf, or already the LLVM dialect. The steps:
+
+1. `BUFFERIZE`: tensors -> memrefs at function boundaries too, with ownership-based
+   deallocation (no temporaries leak; each returned buffer is owned by the caller).
+2. Signatures of public `func.func`s are read at this memref level (`accel.runtime`).
+3. `LOWER_TO_LLVM`: loops, then the LLVM dialect with `_mlir_ciface_<name>` C wrappers.
+4. Translate to LLVM IR, normalise it for llvmlite (`accel.backend.llvmir`), add one
+   `void (ptr)` trampoline per function, optimise at `opt_level` for the host CPU and JIT
+   it with MCJIT.
+
+Results are not turned into out-parameters: this MLIR's `buffer-results-to-out-params`
+either skips public functions or also converts dynamically shaped results (whose shapes the
+caller cannot know), so every memref result comes back as a descriptor the caller owns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import llvmlite.binding as llvm
+
+from accel.backend.llvmir import normalize_llvm_ir
+from accel.diagnostics import AccelError, from_mlir_error, relocate
+from accel.ir import MLIRError, Module, Operation, ir, translate_to_llvmir
+from accel.runtime import DTYPES, CompiledFunction, Signature, ValueSpec
+
+# -- pipelines (data) -------------------------------------------------------------------------
+BUFFERIZE: list[str] = [
+    # Tensors -> memrefs, across calls too; identity layouts keep argument buffers row-major.
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
+    "identity-layout-map unknown-type-conversion=identity-layout-map}",
+    # Frees every temporary and clones returned arguments: callers own all returned buffers.
+    "buffer-deallocation-pipeline",
+    # bufferization.clone/dealloc left by the deallocation pipeline -> memref alloc/copy/dealloc.
+    "convert-bufferization-to-memref",
+]
+
+LOWER_TO_LLVM: list[str] = [
+    # `_mlir_ciface_<name>` wrappers (descriptors by pointer) are what the JIT calls.
+    "accel-emit-c-interface",
+    # linalg on memrefs -> scf loops (LLVM's O3 vectorises them).
+    "func.func(convert-linalg-to-loops)",
+    # affine (from the input) -> scf + arith.
+    "lower-affine",
+    # Structured control flow -> blocks and branches, as the LLVM dialect needs.
+    "convert-scf-to-cf",
+    # math on f16/bf16 runs in f32: no libm calls on types libm lacks.
+    "math-extend-to-supported-types{target-type=f32}",
+    # bf16 arithmetic runs in f32 too: x86 without AVX512-BF16 has no native bf16 ops.
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
+    # bf16<->f32 casts as integer bit operations (no __truncsfbf2 libcall), ceildiv & co.
+    "arith-expand{include-bf16=true}",
+    # math ops with LLVM intrinsics (exp, log, sqrt, fma, ...) first: they vectorise.
+    "convert-math-to-llvm",
+    # The rest (tanh, erf, atan, ...) as libm calls, resolved in the process.
+    "convert-math-to-libm",
+    # subview/expand_shape/collapse_shape -> reinterpret_cast with explicit strides.
+    "expand-strided-metadata",
+    # memref ops and descriptors -> LLVM (malloc/free, llvm.memcpy for dense copies).
+    "finalize-memref-to-llvm",
+    # vector ops from the input, if any.
+    "convert-vector-to-llvm",
+    # The remaining scalar dialects and the functions themselves.
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    # Drop the casts the partial conversions left between each other.
+    "reconcile-unrealized-casts",
+]
+
+
+def pipeline_text(passes: list[str]) -> str:
+    """`builtin.module(a,b,...)` for a pass list."""
+    return "builtin.module(" + ",".join(passes) + ")"
+
+
+# -- options --------------------------------------------------------------------------------
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "opt_level": 3,  # LLVM optimisation level, 0-3
+    "filename": "<input>",  # file name shown in diagnostics
+}
+
+
+def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    merged = dict(DEFAULT_OPTIONS)
+    for key, value in (options or {}).items():
+        if key not in DEFAULT_OPTIONS:
+            raise ValueError(f"unknown compile_mlir option {key!r}; valid options: "
+                             f"{', '.join(sorted(DEFAULT_OPTIONS))}")
+        merged[key] = value
+    level = merged["opt_level"]
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise ValueError(f"option 'opt_level' must be an int from 0 to 3, got {level!r}")
+    if not isinstance(merged["filename"], str):
+        raise ValueError(f"option 'filename' must be a str, got {merged['filename']!r}")
+    return merged
+
+
+# -- result ---------------------------------------------------------------------------------
+@dataclass
+class CompiledMLIR:
+    """A JIT-compiled MLIR module. Call functions with `invoke(name, *args)` or `[name](...)`.
+
+    `functions` maps each public function to its `Signature` (memref-level types);
+    `mlir_llvm` is the module after lowering and `llvm_ir` the (normalised) LLVM IR text.
+    """
+
+    functions: dict[str, Signature]
+    mlir_llvm: str
+    llvm_ir: str
+    _callables: dict[str, CompiledFunction] = field(repr=False)
+    _engine: Any = field(repr=False)  # keeps the machine code alive
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        fn = self._callables.get(name)
+        if fn is None:
+            raise ValueError(f"no public function @{name} in the module; available: "
+                             f"{', '.join('@' + n for n in self._callables) or 'none'}")
+        return fn
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        """Call `@name`: numpy arrays for memrefs/tensors, scalars for scalars.
+
+        Returns None (no results), one value, or a tuple. Memref results are numpy arrays
+        that own their memory; scalar results are numpy scalars (bf16: float32).
+        """
+        return self[name](*args)
+
+
+# -- compile --------------------------------------------------------------------------------
+def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) -> CompiledMLIR:
+    """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
+
+    Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
+    an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
+    """
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+
+    opts = _check_options(options)
+    filename = opts["filename"]
+    with make_context():
+        module = _load(source, filename)
+        _mark_tensor_args_read_only(module)
+        run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename, label="cpu-bufferize")
+        signatures = {sig.name: sig for sig in _signatures(module)}
+        run_pipeline(module, pipeline_text(LOWER_TO_LLVM), filename=filename,
+                     label="cpu-lower-to-llvm")
+        _check_all_llvm(module, filename)
+        mlir_llvm = str(module)
+        try:
+            llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
+        except MLIRError as err:
+            raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
+    engine, callables = _jit(llvm_ir, signatures, opts["opt_level"])
+    return CompiledMLIR(signatures, mlir_llvm, llvm_ir, callables, engine)
+
+
+def _load(source: str | Module, filename: str) -> Module:
+    """Parse into the current context; a given module is copied (lowering is destructive)."""
+    if not isinstance(source, str):
+        source = source.operation.get_asm(enable_debug_info=True)
+    try:
+        return Module.parse(source)
+    except MLIRError as err:
+        raise from_mlir_error(err, filename) from None
+
+
+def _ops(op: Operation) -> Iterator[Operation]:
+    """`op` and every op nested in it, outer first."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                yield from _ops(child.operation)
+
+
+def _top_level(module: Module) -> Iterator[Operation]:
+    for op in module.body.operations:
+        yield op.operation
+
+
+def _is_public_definition(op: Operation) -> bool:
+    if op.name == "func.func":
+        visibility = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
+        return len(op.regions[0].blocks) > 0 and (visibility is None or
+                                                  ir.StringAttr(visibility).value == "public")
+    if op.name == "llvm.func":
+        linkage = str(op.attributes["linkage"]) if "linkage" in op.attributes else ""
+        return len(op.regions[0].blocks) > 0 and not re.search(r"private|internal", linkage)
+    return False
+
+
+def _symbol(op: Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _mark_tensor_args_read_only(module: Module) -> None:
+    """Tensor arguments are values: bufferization must copy rather than write into them."""
+    for op in _top_level(module):
+        if op.name != "func.func" or not _is_public_definition(op):
+            continue
+        ftype = ir.TypeAttr(op.attributes["function_type"]).value
+        old = list(ir.ArrayAttr(op.attributes["arg_attrs"])) if "arg_attrs" in op.attributes \
+            else [ir.DictAttr.get({}) for _ in ftype.inputs]
+        new = []
+        for arg_type, attrs in zip(ftype.inputs, old, strict=True):
+            entries = {a.name: a.attr for a in ir.DictAttr(attrs)}
+            if isinstance(arg_type, ir.RankedTensorType):
+                entries.setdefault("bufferization.writable", ir.BoolAttr.get(False))
+            new.append(ir.DictAttr.get(entries))
+        op.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+# -- signatures -----------------------------------------------------------------------------
+class _Unsupported(Exception):
+    """A type Python cannot pass or receive (the function stays uncallable, with a reason)."""
+
+
+def _signatures(module: Module) -> list[Signature]:
+    """Signatures of public functions at the memref level (func.func) or LLVM (llvm.func)."""
+    out = []
+    for op in _top_level(module):
+        if not _is_public_definition(op):
+            continue
+        if op.name == "func.func":
+            out.append(_func_signature(op))
+        else:
+            out.append(_llvm_func_signature(op))
+    return out
+
+
+def _func_signature(op: Operation) -> Signature:
+    name = _symbol(op)
+    ftype = ir.TypeAttr(op.attributes["function_type"]).value
+    inputs, results = list(ftype.inputs), list(ftype.results)
+    by_pointer = len(results) > 1 or (len(results) == 1 and isinstance(results[0], ir.MemRefType))
+    try:
+        args = tuple(_value_spec(t) for t in inputs)
+        res = tuple(_value_spec(t) for t in results)
+    except _Unsupported as why:
+        return Signature(name, (), (), f"_mlir_ciface_{name}", by_pointer, str(why))
+    return Signature(name, args, res, f"_mlir_ciface_{name}", by_pointer)
+
+
+def _value_spec(t: ir.Type) -> ValueSpec:
+    text = str(t)
+    if isinstance(t, ir.MemRefType):
+        return _memref_spec(t)
+    if text in DTYPES:
+        return ValueSpec("scalar", DTYPES[text], text)
+    raise _Unsupported(f"type {text} has no Python mapping")
+
+
+def _memref_spec(t: ir.MemRefType) -> ValueSpec:
+    text, element = str(t), str(t.element_type)
+    if element not in DTYPES:
+        raise _Unsupported(f"element type of {text} has no numpy mapping")
+    if t.memory_space is not None:
+        raise _Unsupported(f"{text} is not in the default memory space")
+    dyn = ir.ShapedType.get_dynamic_size()
+    shape = tuple(None if d == dyn else d for d in t.shape)
+    identity = isinstance(t.layout, ir.AffineMapAttr) and \
+        t.layout.value == ir.AffineMap.get_identity(t.rank)
+    if identity:
+        return ValueSpec("memref", DTYPES[element], text, shape)
+    try:
+        strides, offset = t.get_strides_and_offset()
+    except Exception:  # noqa: BLE001 - the bindings raise a plain ValueError/RuntimeError
+        raise _Unsupported(f"layout of {text} is not strided") from None
+    dyn_so = ir.ShapedType.get_dynamic_stride_or_offset()
+    return ValueSpec("memref", DTYPES[element], text, shape, identity=False,
+                     strides=tuple(None if s == dyn_so else s for s in strides),
+                     offset=None if offset == dyn_so else offset)
+
+
+_LLVM_SCALARS = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+
+
+def _llvm_func_signature(op: Operation) -> Signature:
+    """Raw LLVM-dialect functions: scalars by value, `!llvm.ptr` as an array's data pointer."""
+    name = _symbol(op)
+    ftype = ir.TypeAttr(op.attributes["function_type"]).value
+
+    def spec(t: ir.Type) -> ValueSpec:
+        text = str(t)
+        if text in _LLVM_SCALARS:
+            return ValueSpec("scalar", DTYPES[text], text)
+        if text == "!llvm.ptr":
+            return ValueSpec("pointer", None, text)
+        raise _Unsupported(f"type {text} has no Python mapping")
+
+    try:
+        if ftype.is_var_arg:
+            raise _Unsupported("variadic functions cannot be called")
+        args = tuple(spec(t) for t in ftype.inputs)
+        ret = str(ftype.return_type)
+        results = () if ret == "!llvm.void" else (spec(ftype.return_type),)
+        if results and results[0].kind != "scalar":
+            raise _Unsupported(f"result type {ret} has no Python mapping")
+    except _Unsupported as why:
+        return Signature(name, (), (), name, False, str(why))
+    return Signature(name, args, results, name, False)
+
+
+def _check_all_llvm(module: Module, filename: str) -> None:
+    """Every op must be in the LLVM dialect now; name the first one that is not.
+
+    Casts left by partial conversions only point at the real culprit, so they are named
+    only when nothing else is left.
+    """
+    left = [op for op in _ops(module.operation)
+            if op.name != "builtin.module" and not op.name.startswith("llvm.")]
+    if not left:
+        return
+    op = next((o for o in left if o.name != "builtin.unrealized_conversion_cast"), left[0])
+    file, line, col = relocate(op.location, filename)
+    raise AccelError(f"'{op.name}' op was not lowered to the LLVM dialect by the CPU "
+                     "pipeline (no conversion for it)", file=file, line=line, col=col)
+
+
+# -- JIT ------------------------------------------------------------------------------------
+#: Libraries whose functions compiled code may call without declaring them: libm for math
+#: intrinsics, libgcc_s for the compiler-rt helpers codegen emits (`__truncdfhf2`, ...).
+_SYSTEM_LIBRARIES = ("c", "m", "gcc_s")
+
+
+@cache
+def _init_llvm() -> None:
+    import ctypes.util
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for name in _SYSTEM_LIBRARIES:
+        path = ctypes.util.find_library(name)
+        if path is None:
+            continue
+        try:
+            llvm.load_library_permanently(path)
+        except RuntimeError:  # a missing helper library only matters if code needs it
+            continue
+
+
+def _target_machine(opt_level: int) -> llvm.TargetMachine:
+    """A fresh host target machine: MCJIT takes ownership, so one must never be shared."""
+    _init_llvm()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=opt_level, jit=True)
+
+
+# Narrowing helpers that codegen calls for `fptrunc` where the CPU has no instruction and
+# the system's libgcc may lack them. A missing one would be bound to address 0 by MCJIT
+# (a crash at call time), so accel defines those the process does not have. Both round to
+# odd into float first (exact-or-odd keeps enough bits), then to nearest-even: one correct
+# rounding, no double-rounding error.
+_ROUND_TO_ODD_FLOAT = """\
+  %f = fptrunc double %d to float
+  %back = fpext float %f to double
+  %exact = fcmp ueq double %back, %d
+  %notexact = xor i1 %exact, true
+  %bits = bitcast float %f to i32
+  %low = and i32 %bits, 1
+  %even = icmp eq i32 %low, 0
+  %fix = and i1 %even, %notexact
+  %absback = call double @llvm.fabs.f64(double %back)
+  %absd = call double @llvm.fabs.f64(double %d)
+  %toobig = fcmp ogt double %absback, %absd
+  %down = sub i32 %bits, 1
+  %up = add i32 %bits, 1
+  %nudged = select i1 %toobig, i32 %down, i32 %up
+  %odd = select i1 %fix, i32 %nudged, i32 %bits
+"""
+
+_SOFT_FLOAT_HELPERS: dict[str, str] = {
+    "__truncdfbf2": """\
+define bfloat @__truncdfbf2(double %d) {
+%ROUND_TO_ODD%  %isnan = fcmp uno double %d, %d
+  %hi = lshr i32 %odd, 16
+  %lsb = and i32 %hi, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %odd, %bias
+  %rne = lshr i32 %sum, 16
+  %quiet = or i32 %hi, 64
+  %r32 = select i1 %isnan, i32 %quiet, i32 %rne
+  %r16 = trunc i32 %r32 to i16
+  %r = bitcast i16 %r16 to bfloat
+  ret bfloat %r
+}
+""",
+    "__truncsfbf2": """\
+define bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %isnan = fcmp uno float %x, %x
+  %hi = lshr i32 %bits, 16
+  %lsb = and i32 %hi, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %bits, %bias
+  %rne = lshr i32 %sum, 16
+  %quiet = or i32 %hi, 64
+  %r32 = select i1 %isnan, i32 %quiet, i32 %rne
+  %r16 = trunc i32 %r32 to i16
+  %r = bitcast i16 %r16 to bfloat
+  ret bfloat %r
+}
+""",
+    "__truncdfhf2": """\
+define half @__truncdfhf2(double %d) {
+%ROUND_TO_ODD%  %oddf = bitcast i32 %odd to float
+  %r = fptrunc float %oddf to half
+  ret half %r
+}
+""",
+}
+
+
+def soft_float_helpers_ir(names: list[str] | None = None) -> str:
+    """LLVM IR defining the narrowing helpers in `names` (default: those the process lacks)."""
+    if names is None:
+        _init_llvm()
+        names = [n for n in _SOFT_FLOAT_HELPERS if llvm.address_of_symbol(n) is None]
+    if not names:
+        return ""
+    text = "declare double @llvm.fabs.f64(double)\n"
+    return text + "".join(_SOFT_FLOAT_HELPERS[n].replace("%ROUND_TO_ODD%", _ROUND_TO_ODD_FLOAT)
+                          for n in names)
+
+
+def _quote(symbol: str) -> str:
+    return '@"' + symbol.replace("\\", "\\5C").replace('"', "\\22") + '"'
+
+
+def trampoline_ir(index: int, sig: Signature) -> str:
+    """`void @__accel_call_<index>(ptr %slots)`: load arguments from slots, call the callee."""
+    ret, params = sig.callee_llvm_types()
+    lines = [f"declare {ret} {_quote(sig.callee)}({', '.join(params)})", "",
+             f"define void @__accel_call_{index}(ptr %slots) {{"]
+    operands = []
+    n_args = len(sig.args)
+    result_slot = n_args if sig.results else None
+    if result_slot is not None:
+        lines.append(f"  %rs = getelementptr inbounds ptr, ptr %slots, i64 {result_slot}")
+        lines.append("  %r = load ptr, ptr %rs")
+    if sig.results_by_pointer:
+        operands.append("ptr %r")
+    for i, arg in enumerate(sig.args):
+        lines.append(f"  %s{i} = getelementptr inbounds ptr, ptr %slots, i64 {i}")
+        lines.append(f"  %p{i} = load ptr, ptr %s{i}")
+        if arg.kind == "scalar":
+            ty = arg.dtype.llvm  # type: ignore[union-attr]
+            lines.append(f"  %v{i} = load {ty}, ptr %p{i}")
+            operands.append(f"{ty} %v{i}")
+        else:
+            operands.append(f"ptr %p{i}")
+    call = f"call {ret} {_quote(sig.callee)}({', '.join(operands)})"
+    if ret == "void":
+        lines.append(f"  {call}")
+    else:
+        lines.append(f"  %ret = {call}")
+        lines.append(f"  store {ret} %ret, ptr %r")
+    lines += ["  ret void", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _parse_llvm(text: str, what: str) -> llvm.ModuleRef:
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as err:
+        raise AccelError(f"internal error: llvmlite rejected the {what}: "
+                         f"{' '.join(str(err).split())}") from None
+    return mod
+
+
+def _callee_types(mod: llvm.ModuleRef, symbol: str) -> tuple[str, list[str]] | None:
+    try:
+        fn = mod.get_function(symbol)
+    except NameError:
+        return None
+    ftype = fn.global_value_type
+    return str(ftype.get_function_return()), [str(t) for t in ftype.get_function_parameters()]
+
+
+def _resolve_externals(mod: llvm.ModuleRef) -> None:
+    """Bind every declared function to its address in this process (libc, libm, ...).
+
+    Explicit binding makes `malloc`/`free` in compiled code the very functions the runtime's
+    finalizers call, and turns a missing symbol into an error: inside MCJIT it would abort.
+    """
+    from accel.runtime import fallback_symbol, process_symbol
+
+    for fn in mod.functions:
+        if not fn.is_declaration or fn.name.startswith("llvm."):
+            continue
+        if llvm.address_of_symbol(fn.name) is not None:
+            continue
+        address = process_symbol(fn.name) or fallback_symbol(fn.name)
+        if not address:
+            raise AccelError(f"function '{fn.name}' is declared but defined nowhere (not in the "
+                             "module, not in the process): load its library with "
+                             "llvmlite.binding.load_library_permanently first")
+        llvm.add_symbol(fn.name, address)
+
+
+def _jit(llvm_ir: str, signatures: dict[str, Signature],
+         opt_level: int) -> tuple[Any, dict[str, CompiledFunction]]:
+    mod = _parse_llvm(llvm_ir, "translated LLVM IR")
+    callable_sigs = {}
+    for index, (name, sig) in enumerate(signatures.items()):
+        if sig.unsupported:
+            continue
+        found = _callee_types(mod, sig.callee)
+        if found != sig.callee_llvm_types():
+            raise AccelError(f"internal error: @{sig.callee} has LLVM type {found}, expected "
+                             f"{sig.callee_llvm_types()}")
+        mod.link_in(_parse_llvm(trampoline_ir(index, sig), f"trampoline of @{name}"))
+        callable_sigs[name] = index
+    helpers = soft_float_helpers_ir()
+    if helpers:
+        mod.link_in(_parse_llvm(helpers, "soft-float helpers"))
+    _resolve_externals(mod)
+    tm = _target_machine(opt_level)
+    # The optimiser must see the target's layout: struct offsets must match ctypes'.
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    if opt_level:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    callables = {}
+    for name, sig in signatures.items():
+        address = 0
+        if name in callable_sigs:
+            address = engine.get_function_address(f"__accel_call_{callable_sigs[name]}")
+        callables[name] = CompiledFunction(sig, address)
+    return engine, callables
+
+
+def host_free_address_in_jit() -> int:
+    """Address the JIT resolves `free` to (a test checks it is libc's, used by finalizers)."""
+    mod = _parse_llvm("declare void @free(ptr)\ndefine ptr @__accel_free_addr() {\n"
+                      "  ret ptr @free\n}\n", "free probe")
+    tm = _target_machine(0)
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    probe = ctypes.CFUNCTYPE(ctypes.c_void_p)(engine.get_function_address("__accel_free_addr"))
+    return probe() or 0

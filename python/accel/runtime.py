@@ -1,0 +1,576 @@
+"""Calling compiled code from Python: dtypes, memref descriptors, argument packing, ownership.
+
+Calling convention. Every public function is reached through a generated `void
+_accel_call_<n>(ptr %slots)` trampoline (see `accel.backend.cpu`), which loads the arguments
+from `slots` and calls MLIR's C interface `_mlir_ciface_<name>`:
+
+    slot i (memref arg)   address of a ranked memref descriptor
+                          {ptr allocated, ptr aligned, i64 offset, i64 sizes[r], i64 strides[r]}
+    slot i (scalar arg)   address of the scalar (so f16/bf16/i1 need no C ABI support in ctypes)
+    slot n (results)      address of the result storage: the descriptor for one memref
+                          result, a struct {r0, r1, ...} for several, or the scalar for one
+
+Dtype mapping (MLIR element type -> numpy): f16 float16, f32 float32, f64 float64,
+i1 bool, i8/i16/i32/i64 int8..int64 (signless), ui8..ui64 uint8..uint64, si8..si64
+int8..int64, index int64. **bf16**: numpy has no bfloat16, so bf16 arguments accept float32
+arrays (rounded to nearest-even bf16; NaNs stay NaN) or uint16 arrays holding the raw bit
+patterns (also any dtype named "bfloat16", e.g. ml_dtypes'); bf16 results come back as
+float32 (exact, every bf16 is a float32).
+
+Ownership. Memref results are heap buffers that the compiled code allocated with `malloc`
+(ownership-based buffer deallocation guarantees the caller owns every returned buffer). The
+returned numpy array wraps that memory without a copy and owns it: its base object calls
+libc `free` (the allocator the JIT-ed code links against) when the last view dies. Results
+sharing one allocation share one owner; a result that aliases an input buffer or a global
+constant is copied instead and never freed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+#: The allocated pointer `memref.get_global` puts in descriptors of constant globals.
+DEAD_BEEF = 0xDEADBEEF
+
+_LIBC = ctypes.CDLL(None)
+_free = _LIBC.free
+_free.argtypes = [ctypes.c_void_p]
+_free.restype = None
+
+
+# -- dtypes ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DType:
+    """How one MLIR scalar type is stored, passed and shown to numpy."""
+
+    mlir: str
+    numpy: np.dtype  # storage dtype in memory (uint16 for bf16)
+    ctype: type  # ctypes type of one element
+    llvm: str  # LLVM IR type of a scalar argument/result
+
+    @property
+    def is_bf16(self) -> bool:
+        return self.mlir == "bf16"
+
+    @property
+    def user_dtype(self) -> np.dtype:
+        """The dtype users pass and get back (float32 for bf16)."""
+        return np.dtype(np.float32) if self.is_bf16 else self.numpy
+
+    @property
+    def is_int(self) -> bool:
+        return self.numpy.kind in "iu" and not self.is_bf16
+
+
+def _dtypes() -> dict[str, DType]:
+    table = {
+        "f16": DType("f16", np.dtype(np.float16), ctypes.c_uint16, "half"),
+        "bf16": DType("bf16", np.dtype(np.uint16), ctypes.c_uint16, "bfloat"),
+        "f32": DType("f32", np.dtype(np.float32), ctypes.c_float, "float"),
+        "f64": DType("f64", np.dtype(np.float64), ctypes.c_double, "double"),
+        "i1": DType("i1", np.dtype(np.bool_), ctypes.c_bool, "i1"),
+        "index": DType("index", np.dtype(np.int64), ctypes.c_int64, "i64"),
+    }
+    for bits in (8, 16, 32, 64):
+        signed = np.dtype(f"int{bits}")
+        unsigned = np.dtype(f"uint{bits}")
+        sc = getattr(ctypes, f"c_int{bits}")
+        uc = getattr(ctypes, f"c_uint{bits}")
+        table[f"i{bits}"] = DType(f"i{bits}", signed, sc, f"i{bits}")
+        table[f"si{bits}"] = DType(f"si{bits}", signed, sc, f"i{bits}")
+        table[f"ui{bits}"] = DType(f"ui{bits}", unsigned, uc, f"i{bits}")
+    return table
+
+
+DTYPES: dict[str, DType] = _dtypes()
+
+
+# -- bf16 -----------------------------------------------------------------------------------
+def float32_to_bf16_bits(a: np.ndarray) -> np.ndarray:
+    """Round float32 values to bf16 (nearest, ties to even); NaNs become quiet NaNs."""
+    bits = np.asarray(a, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    quiet = (bits >> np.uint32(16)) | np.uint32(0x0040)
+    return np.where(nan, quiet, rounded).astype(np.uint16)
+
+
+def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    """Widen bf16 bit patterns to float32 (exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def python_float_to_bf16_bits(value: float) -> int:
+    """Round a Python float (a double) to bf16 bits directly, with no float32 step."""
+    from accel.backend.llvmir import FORMATS, round_to_format
+
+    if value != value:  # NaN
+        return 0xFFC0 if struct.pack("<d", value)[7] & 0x80 else 0x7FC0
+    if value in (float("inf"), float("-inf")):
+        return 0xFF80 if value < 0 else 0x7F80
+    return round_to_format(Fraction(value), FORMATS["bfloat"],
+                           negative=struct.pack("<d", value)[7] & 0x80 != 0)
+
+
+# -- signatures -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ValueSpec:
+    """One argument or result: a ranked memref, a scalar, or (LLVM-dialect input) a pointer.
+
+    `shape` entries are None for dynamic sizes. `strides`/`offset` are the layout's static
+    values (None: dynamic) when the layout is not the identity; `identity` says whether it is.
+    """
+
+    kind: str  # "memref" | "scalar" | "pointer"
+    dtype: DType | None
+    type_str: str
+    shape: tuple[int | None, ...] = ()
+    identity: bool = True
+    strides: tuple[int | None, ...] = ()
+    offset: int | None = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def describe(self) -> str:
+        """`memref<4x?xf32> (a float32 array of shape (4, *))` style text for errors."""
+        if self.kind == "pointer":
+            return f"{self.type_str} (a numpy array, passed by data pointer)"
+        assert self.dtype is not None
+        if self.kind == "scalar":
+            return f"{self.type_str} ({_scalar_words(self.dtype)})"
+        user = _dtype_words(self.dtype)
+        dims = ", ".join("*" if d is None else str(d) for d in self.shape)
+        dims += "," if self.rank == 1 else ""
+        return f"{self.type_str} (a {user} array of shape ({dims}))"
+
+
+def _scalar_words(dt: DType) -> str:
+    if dt.mlir == "i1":
+        return "a bool"
+    if dt.is_int:
+        return "an int"
+    return "a float" + (", rounded to bf16" if dt.is_bf16 else "")
+
+
+def _dtype_words(dt: DType) -> str:
+    if dt.is_bf16:
+        return "float32 (rounded to bf16) or uint16 (bf16 bits)"
+    return str(dt.numpy)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A callable function: its symbol, argument and result specs, and how results return."""
+
+    name: str
+    args: tuple[ValueSpec, ...]
+    results: tuple[ValueSpec, ...]
+    #: The C symbol the trampoline calls (`_mlir_ciface_<name>`, or `<name>` for llvm.func).
+    callee: str
+    #: True when results come back through a pointer passed first (memref or >1 results).
+    results_by_pointer: bool
+    #: Why the function cannot be called from Python, if it cannot.
+    unsupported: str | None = None
+
+    def __str__(self) -> str:
+        args = ", ".join(a.type_str for a in self.args)
+        res = ", ".join(r.type_str for r in self.results)
+        return f"@{self.name}({args}) -> ({res})"
+
+    def callee_llvm_types(self) -> tuple[str, list[str]]:
+        """(return type, parameter types) of the callee in LLVM IR."""
+        params = ["ptr"] if self.results_by_pointer else []
+        params += ["ptr" if a.kind != "scalar" else a.dtype.llvm for a in self.args]  # type: ignore[union-attr]
+        if self.results_by_pointer or not self.results:
+            return "void", params
+        return self.results[0].dtype.llvm, params  # type: ignore[union-attr]
+
+
+# -- memref descriptors ---------------------------------------------------------------------
+@cache
+def descriptor_type(rank: int) -> type[ctypes.Structure]:
+    """ctypes struct of a ranked memref descriptor (the C layout of the LLVM struct)."""
+    fields: list[tuple[str, Any]] = [
+        ("allocated", ctypes.c_void_p),
+        ("aligned", ctypes.c_void_p),
+        ("offset", ctypes.c_int64),
+    ]
+    if rank:
+        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"MemRefDescriptor{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def result_storage_type(sig: Signature) -> type | None:
+    """ctypes type the callee writes results into (None: no results)."""
+    if not sig.results:
+        return None
+    fields = [(f"r{i}", _result_ctype(r)) for i, r in enumerate(sig.results)]
+    if len(fields) == 1:
+        return fields[0][1]
+    return type(f"Results_{len(fields)}", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _result_ctype(spec: ValueSpec) -> type:
+    if spec.kind == "memref":
+        return descriptor_type(spec.rank)
+    assert spec.dtype is not None
+    return spec.dtype.ctype
+
+
+# -- owning numpy views of heap buffers -----------------------------------------------------
+class HeapAllocation:
+    """A `malloc`ed block from compiled code; freed with libc `free` when unreferenced."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def __del__(self) -> None:
+        _free(self.address)
+
+
+class _HeapView:
+    """numpy's base object for a result array: exposes the memory, keeps the owner alive."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, owner: HeapAllocation, data: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...], typestr: str):
+        self.owner = owner
+        self.__array_interface__ = {"version": 3, "data": (data, False), "shape": shape,
+                                    "strides": strides, "typestr": typestr}
+
+
+# -- argument packing -----------------------------------------------------------------------
+Packer = Callable[[Any, list], int]
+
+
+def make_packer(spec: ValueSpec, where: str) -> Packer:
+    """A function turning a Python value into the address for its slot (`keep` holds temps)."""
+    if spec.kind == "memref":
+        return _memref_packer(spec, where)
+    if spec.kind == "pointer":
+        return _pointer_packer(spec, where)
+    return _scalar_packer(spec, where)
+
+
+def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
+    """Check dtype, rank and static dims; return a C-contiguous array in storage dtype."""
+    dt = spec.dtype
+    assert dt is not None
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if dt.is_bf16:
+        if arr.dtype == np.float32:
+            arr = float32_to_bf16_bits(arr)
+        elif arr.dtype == np.uint16 or (arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2):
+            arr = _dense(arr).view(np.uint16)
+        else:
+            raise TypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
+    elif arr.dtype != dt.numpy:
+        raise TypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
+    if arr.ndim != spec.rank:
+        raise ValueError(f"{where}: expected {spec.describe()}, got rank {arr.ndim} "
+                         f"(shape {arr.shape})")
+    for axis, (want, got) in enumerate(zip(spec.shape, arr.shape, strict=True)):
+        if want is not None and want != got:
+            raise ValueError(f"{where}: expected {spec.describe()}, got shape {arr.shape} "
+                             f"(dimension {axis} is {got}, expected {want})")
+    return _dense(arr)
+
+
+def _dense(arr: np.ndarray) -> np.ndarray:
+    """`arr` itself if row-major and aligned, else a copy that is (0-d arrays stay 0-d)."""
+    if arr.flags.c_contiguous and arr.flags.aligned:
+        return arr
+    return np.array(arr, order="C")  # identity layouts need dense row-major data
+
+
+def _memref_packer(spec: ValueSpec, where: str) -> Packer:
+    desc_type = descriptor_type(spec.rank)
+    rank = spec.rank
+    itemsize = spec.dtype.numpy.itemsize  # type: ignore[union-attr]
+    static_offset = spec.offset or 0
+
+    def pack(value: Any, keep: list) -> int:
+        arr = _as_memref_array(value, spec, where)
+        data = arr.ctypes.data
+        strides = tuple(s // itemsize for s in arr.strides)
+        if not spec.identity:
+            _check_layout(spec, arr.shape, strides, where)
+        aligned = data - static_offset * itemsize
+        desc = desc_type(data, aligned, static_offset, arr.shape, strides) if rank else \
+            desc_type(data, aligned, static_offset)
+        keep.append((arr, desc, data, arr.nbytes))
+        return ctypes.addressof(desc)
+
+    return pack
+
+
+def _check_layout(spec: ValueSpec, shape: tuple[int, ...], strides: tuple[int, ...],
+                  where: str) -> None:
+    """Static strides of a strided layout must match the (row-major) array we pass."""
+    for axis, (want, got, size) in enumerate(zip(spec.strides, strides, shape, strict=True)):
+        if want is not None and want != got and size > 1:
+            raise ValueError(f"{where}: layout of {spec.type_str} needs stride {want} in "
+                             f"dimension {axis}, a row-major array of shape {shape} has {got}")
+
+
+def _pointer_packer(spec: ValueSpec, where: str) -> Packer:
+    def pack(value: Any, keep: list) -> int:
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{where}: expected {spec.describe()}, got {type(value).__name__}")
+        arr = _dense(value)
+        keep.append((arr, None, arr.ctypes.data, arr.nbytes))
+        return arr.ctypes.data
+
+    return pack
+
+
+def _scalar_packer(spec: ValueSpec, where: str) -> Packer:
+    dt = spec.dtype
+    assert dt is not None
+    convert = _scalar_converter(dt, spec, where)
+
+    def pack(value: Any, keep: list) -> int:
+        cell = dt.ctype(convert(value))
+        keep.append(cell)
+        return ctypes.addressof(cell)
+
+    return pack
+
+
+def _scalar_converter(dt: DType, spec: ValueSpec, where: str) -> Callable[[Any], Any]:
+    """Value check and conversion to what `dt.ctype(...)` takes (bits for f16/bf16)."""
+
+    def bad(value: Any) -> TypeError:
+        return TypeError(f"{where}: expected {spec.describe()}, got {type(value).__name__} "
+                         f"{value!r}")
+
+    def unwrap(value: Any) -> Any:
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            return value[()]
+        return value
+
+    if dt.mlir == "i1":
+        def to_bool(value: Any) -> bool:
+            value = unwrap(value)
+            if isinstance(value, bool | np.bool_):
+                return bool(value)
+            if isinstance(value, int | np.integer) and int(value) in (0, 1):
+                return bool(value)
+            raise bad(value)
+        return to_bool
+
+    if dt.is_int:
+        info = np.iinfo(dt.numpy)
+        lo, hi = info.min, info.max
+        if dt.mlir.startswith("i"):  # signless (and index): either reading of the bits
+            lo, hi = -(1 << (info.bits - 1)), (1 << info.bits) - 1
+
+        def to_int(value: Any) -> int:
+            value = unwrap(value)
+            if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+                raise bad(value)
+            v = int(value)
+            if not lo <= v <= hi:
+                raise ValueError(f"{where}: {v} does not fit {spec.type_str}")
+            # Signless values above the signed range wrap to the same bits.
+            return v - (1 << info.bits) if dt.numpy.kind == "i" and v > info.max else v
+        return to_int
+
+    def check_real(value: Any) -> Any:
+        value = unwrap(value)
+        if isinstance(value, bool | np.bool_) or not isinstance(
+                value, int | float | np.integer | np.floating):
+            raise bad(value)
+        return value
+
+    if dt.mlir == "f16":
+        return lambda value: int(np.float16(check_real(value)).view(np.uint16))
+    if dt.is_bf16:
+        def to_bf16(value: Any) -> int:
+            value = check_real(value)
+            if isinstance(value, np.float32):
+                return int(float32_to_bf16_bits(np.asarray(value))[()])
+            return python_float_to_bf16_bits(float(value))
+        return to_bf16
+    return lambda value: float(check_real(value))
+
+
+# -- results --------------------------------------------------------------------------------
+Unpacker = Callable[[Any, dict, Sequence[tuple[int, int]]], Any]
+
+
+def make_unpacker(spec: ValueSpec) -> Unpacker:
+    """Reads one result from the callee's storage: (value, owners-by-address, input ranges)."""
+    if spec.kind == "memref":
+        return _memref_unpacker(spec)
+    return _scalar_unpacker(spec)
+
+
+def _scalar_unpacker(spec: ValueSpec) -> Unpacker:
+    dt = spec.dtype
+    assert dt is not None
+    if dt.mlir == "f16":
+        return lambda raw, owners, inputs: np.uint16(raw).view(np.float16)
+    if dt.is_bf16:
+        return lambda raw, owners, inputs: bf16_bits_to_float32(np.uint16(raw))[()]
+    scalar = dt.numpy.type
+    return lambda raw, owners, inputs: scalar(raw)
+
+
+def _memref_unpacker(spec: ValueSpec) -> Unpacker:
+    dt = spec.dtype
+    assert dt is not None
+    itemsize = dt.numpy.itemsize
+    typestr = dt.numpy.str
+    rank = spec.rank
+
+    def unpack(desc: Any, owners: dict, inputs: Sequence[tuple[int, int]]) -> np.ndarray:
+        allocated = desc.allocated or 0
+        shape = tuple(desc.sizes) if rank else ()
+        strides = tuple(s * itemsize for s in desc.strides) if rank else ()
+        data = (desc.aligned or 0) + desc.offset * itemsize
+        foreign = allocated == DEAD_BEEF or any(lo <= allocated < hi for lo, hi in inputs)
+        if foreign:
+            # Aliases an input or a constant global: copy it, never free it.
+            view = np.asarray(_HeapView(None, data, shape, strides, typestr))  # type: ignore[arg-type]
+            arr = view.copy()
+        else:
+            owner = owners.get(allocated)
+            if owner is None:
+                owner = owners[allocated] = HeapAllocation(allocated)
+            if 0 in shape:
+                arr = np.empty(shape, dt.numpy)
+            else:
+                arr = np.asarray(_HeapView(owner, data, shape, strides, typestr))
+        return bf16_bits_to_float32(arr) if dt.is_bf16 else arr
+
+    return unpack
+
+
+# -- one callable function ------------------------------------------------------------------
+@dataclass
+class CompiledFunction:
+    """A JIT-compiled function callable with numpy arrays and Python scalars."""
+
+    signature: Signature
+    address: int  # of the `void (ptr)` trampoline
+    _packers: list[Packer] = field(default_factory=list, repr=False)
+    _unpackers: list[Unpacker] = field(default_factory=list, repr=False)
+    _result_type: type | None = field(default=None, repr=False)
+    _trampoline: Any = field(default=None, repr=False)
+    _slots_type: type | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        sig = self.signature
+        if sig.unsupported:
+            return
+        self._packers = [make_packer(a, f"@{sig.name} argument %arg{i}")
+                         for i, a in enumerate(sig.args)]
+        self._unpackers = [make_unpacker(r) for r in sig.results]
+        self._result_type = result_storage_type(sig)
+        n_slots = len(sig.args) + (1 if sig.results else 0)
+        self._slots_type = ctypes.c_void_p * max(n_slots, 1)
+        self._trampoline = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
+
+    def __call__(self, *args: Any) -> Any:
+        sig = self.signature
+        if sig.unsupported:
+            raise TypeError(f"@{sig.name} cannot be called from Python: {sig.unsupported}")
+        if len(args) != len(self._packers):
+            raise TypeError(f"@{sig.name} takes {len(self._packers)} argument"
+                            f"{'' if len(self._packers) == 1 else 's'} "
+                            f"({', '.join(a.type_str for a in sig.args)}), got {len(args)}")
+        keep: list = []
+        slots = self._slots_type()  # type: ignore[misc]
+        for i, (pack, value) in enumerate(zip(self._packers, args, strict=True)):
+            slots[i] = pack(value, keep)
+        storage = self._result_type() if self._result_type is not None else None
+        if storage is not None:
+            slots[len(args)] = ctypes.addressof(storage)
+        self._trampoline(ctypes.addressof(slots))
+        if storage is None:
+            return None
+        return self._results(storage, keep)
+
+    def _results(self, storage: Any, keep: list) -> Any:
+        inputs = [(t[2], t[2] + t[3]) for t in keep if isinstance(t, tuple)]
+        owners: dict[int, HeapAllocation] = {}
+        if len(self._unpackers) == 1:
+            one = self.signature.results[0]
+            raw = storage.value if one.kind == "scalar" else storage
+            return self._unpackers[0](raw, owners, inputs)
+        return tuple(unpack(getattr(storage, f"r{i}"), owners, inputs)
+                     for i, unpack in enumerate(self._unpackers))
+
+
+def process_symbol(name: str) -> int:
+    """Address of a C symbol visible in this process (dlsym(RTLD_DEFAULT)), 0 if none."""
+    try:
+        return ctypes.cast(getattr(_LIBC, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
+
+
+def fallback_symbol(name: str) -> int:
+    """accel's own implementation of a runtime-library symbol compiled code may call, or 0."""
+    if name == "memrefCopy":
+        return ctypes.cast(_MEMREF_COPY, ctypes.c_void_p).value or 0
+    return 0
+
+
+class _UnrankedMemRef(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+def _strided_bytes(unranked: _UnrankedMemRef, elem_size: int) -> np.ndarray:
+    """A numpy view (bytes as void items) of the memory an unranked descriptor describes."""
+    rank = unranked.rank
+    desc = descriptor_type(rank).from_address(unranked.descriptor)
+    shape = tuple(desc.sizes) if rank else ()
+    strides = tuple(s * elem_size for s in desc.strides) if rank else ()
+    data = (desc.aligned or 0) + desc.offset * elem_size
+    view = _HeapView(None, data, shape, strides, f"|V{elem_size}")  # type: ignore[arg-type]
+    return np.asarray(view)
+
+
+def _memref_copy(elem_size: int, src: Any, dst: Any) -> None:
+    """MLIR C runner's `memrefCopy` for copies between non-contiguous layouts."""
+    source = _strided_bytes(src.contents, elem_size)
+    target = _strided_bytes(dst.contents, elem_size)
+    np.copyto(target, source)
+
+
+_MEMREF_COPY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(_UnrankedMemRef),
+                                ctypes.POINTER(_UnrankedMemRef))(_memref_copy)
+
+
+def libc_free_address() -> int:
+    """Address of the `free` the finalizers call (tests compare it with the JIT's)."""
+    return ctypes.cast(_free, ctypes.c_void_p).value or 0
+
+
+__all__ = [
+    "DTYPES",
+    "CompiledFunction",
+    "DType",
+    "HeapAllocation",
+    "Signature",
+    "ValueSpec",
+    "bf16_bits_to_float32",
+    "descriptor_type",
+    "float32_to_bf16_bits",
+    "libc_free_address",
+]

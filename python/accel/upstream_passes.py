@@ -1,0 +1,118 @@
+"""Catalogue of the upstream MLIR passes (and pass pipelines) the bindings' PassManager knows.
+
+The bindings have no API to enumerate registered passes, so `accel-opt --list-passes` reads a
+catalogue generated once from the installed bindings and checked in as a Python literal
+(`accel/_upstream_passes_data.py`; regenerate with `python -m accel._gen_upstream_passes`).
+
+Why checked-in data rather than a lazily built cache: the bindings are pinned to one exact
+version (pyproject), so the data changes only with the pin, and a reviewable diff then shows
+what changed; building it takes about two minutes of probing (far too slow for a first
+`--list-passes`) and reads the pass registry through `ctypes`, which belongs in a tool, not in
+every CLI run; a `.py` literal needs no package-data configuration and loads in milliseconds
+without importing the bindings. `catalogue_is_current()` tells whether the installed bindings
+still match the version the catalogue was generated from.
+
+Every entry parses in the bindings' PassManager (validated when generated and by the unit
+tests). Summaries are the registry's own strings; an entry without one shows `NO_SUMMARY`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+#: Shown in place of a summary the generator could not determine reliably.
+NO_SUMMARY = "(upstream pass; no summary available)"
+
+
+@dataclass(frozen=True)
+class UpstreamPassOption:
+    """One option of an upstream pass.
+
+    `default` is the value `str(PassManager)` prints ("" for an empty string or list), None
+    when unknown (pipeline options). `type` is one of "bool", "int", "uint", "float",
+    "string", "enum", "list", "pipeline" (a textual pass pipeline), or None when unknown.
+    """
+
+    name: str
+    default: str | None
+    type: str | None
+
+
+@dataclass(frozen=True)
+class UpstreamPass:
+    """An upstream pass or pass pipeline, as registered in the bindings.
+
+    `anchor` is the op the pass is restricted to (e.g. "func.func", "builtin.module",
+    "gpu.module"), None for an op-agnostic pass (which includes interface passes);
+    pipelines report "builtin.module", where they were validated.
+    """
+
+    name: str
+    summary: str
+    options: tuple[UpstreamPassOption, ...]
+    anchor: str | None
+    pipeline: bool = False
+
+    @property
+    def has_summary(self) -> bool:
+        """Whether `summary` is the pass's real summary (not the `NO_SUMMARY` fallback)."""
+        return self.summary != NO_SUMMARY
+
+
+@cache
+def _catalogue() -> dict[str, UpstreamPass]:
+    from accel._upstream_passes_data import PASSES
+
+    entries = (
+        UpstreamPass(name=name, summary=summary or NO_SUMMARY,
+                     options=tuple(UpstreamPassOption(*o) for o in options),
+                     anchor=anchor, pipeline=pipeline)
+        for name, summary, anchor, pipeline, options in PASSES
+    )
+    return {p.name: p for p in sorted(entries, key=lambda p: p.name)}
+
+
+def upstream_passes() -> list[UpstreamPass]:
+    """Every upstream pass and pipeline the bindings register, sorted by name."""
+    return list(_catalogue().values())
+
+
+def is_upstream_pass(name: str) -> bool:
+    """Whether `name` is a registered upstream pass or pass pipeline."""
+    return name in _catalogue()
+
+
+def get_upstream_pass(name: str) -> UpstreamPass | None:
+    """The catalogue entry for `name`, or None."""
+    return _catalogue().get(name)
+
+
+def catalogue_version() -> tuple[str, str]:
+    """(provider, version) of the bindings the catalogue was generated from."""
+    from accel._upstream_passes_data import PROVIDER, PROVIDER_VERSION
+
+    return PROVIDER, PROVIDER_VERSION
+
+
+def catalogue_is_current() -> bool:
+    """Whether the installed bindings are the version the catalogue was generated from."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    provider, generated = catalogue_version()
+    try:
+        return version(provider) == generated
+    except PackageNotFoundError:
+        return False
+
+
+__all__ = [
+    "NO_SUMMARY",
+    "UpstreamPass",
+    "UpstreamPassOption",
+    "catalogue_is_current",
+    "catalogue_version",
+    "get_upstream_pass",
+    "is_upstream_pass",
+    "upstream_passes",
+]

@@ -1,0 +1,142 @@
+"""JIT internals of `accel.backend.cpu`: soft-float helpers and the `accel-run` value syntax."""
+
+from __future__ import annotations
+
+import ctypes
+from fractions import Fraction
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from accel.backend.cpu import soft_float_helpers_ir
+from accel.backend.llvmir import FORMATS, round_to_format
+from accel.tools.accel_run import format_result, format_scalar, parse_input
+
+RNG = np.random.default_rng(7)
+
+
+def _doubles() -> np.ndarray:
+    bits = RNG.integers(0, 2**64, 3000, dtype=np.uint64)
+    values = bits.view(np.float64)
+    return np.concatenate([
+        values[np.isfinite(values) & (np.abs(values) < 1e40)],
+        RNG.standard_normal(500) * 10.0 ** RNG.integers(-45, 39, 500),
+        # ties and near-ties for bf16 (8 bits) and half (11 bits), overflow, underflow
+        [1 + 2**-8, 1 + 2**-8 + 2**-30, 1 + 3 * 2**-8, 1 + 2**-11, 1 + 2**-11 + 2**-40,
+         65520.0, 65519.99, 3.3961e38, 3.3962e38, 1e-50, -1e-50, 6e-8, 2.98e-8, 0.0, -0.0,
+         np.inf, -np.inf]])
+
+
+def _jit_helpers() -> tuple[object, dict[str, ctypes._CFuncPtr]]:
+    """JIT every helper (even those libgcc has) behind `i16 (double/float)` bit wrappers."""
+    wrappers = """
+      define i16 @t_dfbf(double %d) {
+        %r = call bfloat @__truncdfbf2(double %d)
+        %b = bitcast bfloat %r to i16
+        ret i16 %b
+      }
+      define i16 @t_sfbf(float %x) {
+        %r = call bfloat @__truncsfbf2(float %x)
+        %b = bitcast bfloat %r to i16
+        ret i16 %b
+      }
+      define i16 @t_dfhf(double %d) {
+        %r = call half @__truncdfhf2(double %d)
+        %b = bitcast half %r to i16
+        ret i16 %b
+      }
+    """
+    ir_text = soft_float_helpers_ir(["__truncdfbf2", "__truncsfbf2", "__truncdfhf2"]) + wrappers
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                      features=llvm.get_host_cpu_features().flatten())
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    fns = {
+        "dfbf": ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_double)(
+            engine.get_function_address("t_dfbf")),
+        "sfbf": ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_float)(
+            engine.get_function_address("t_sfbf")),
+        "dfhf": ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_double)(
+            engine.get_function_address("t_dfhf")),
+    }
+    return engine, fns
+
+
+def _exact(value: float, fmt: str) -> int:
+    if np.isinf(value):
+        sign = FORMATS[fmt].sign_bit if value < 0 else 0
+        return sign | FORMATS[fmt].exp_mask
+    return round_to_format(Fraction(float(value)), FORMATS[fmt], negative=bool(np.signbit(value)))
+
+
+def test_soft_float_helpers_round_once_to_nearest_even() -> None:
+    engine, fns = _jit_helpers()
+    for d in _doubles():
+        assert fns["dfbf"](float(d)) == _exact(d, "bfloat"), d
+        assert fns["dfhf"](float(d)) == _exact(d, "half"), d
+        f = np.float32(d) if abs(d) < 3e38 else np.float32(0)
+        assert fns["sfbf"](float(f)) == _exact(float(f), "bfloat"), f
+    for nan_fn, arg in (("dfbf", float("nan")), ("sfbf", float("nan"))):
+        bits = fns[nan_fn](arg)
+        assert bits & 0x7F80 == 0x7F80 and bits & 0x7F  # still a NaN
+    del engine
+
+
+# -- accel-run value syntax -------------------------------------------------------------------
+def test_parse_input_forms() -> None:
+    a = parse_input("2x3xf32=1,2,3,4,5,6")
+    assert a.dtype == np.float32 and a.shape == (2, 3) and a[1, 2] == 6
+    assert parse_input("2x2xi64=[7]").tolist() == [[7, 7], [7, 7]]  # splat
+    assert parse_input("0x3xf16=").shape == (0, 3)
+    s = parse_input("index=4")
+    assert s.shape == () and s.dtype == np.int64 and s == 4
+    assert parse_input("3xi1=true,0,1").tolist() == [True, False, True]
+    assert parse_input("2xbf16=1.5,-inf").dtype == np.float32  # rounded when passed
+    assert np.isnan(parse_input("f64=nan"))
+    assert parse_input("2xi8=0x7f, -128").tolist() == [127, -128]
+
+
+def test_output_reads_back_as_input() -> None:
+    from accel.runtime import DTYPES, ValueSpec
+
+    for dtype, values in [("f32", [0.1, 1e-45, -0.0, np.inf, 3.4028235e38, 16777216.0]),
+                          ("f16", [0.1, 65504.0, 6e-8]), ("f64", [0.1, 1e300, 2**-1074]),
+                          ("i1", [True, False]), ("ui8", [0, 255]), ("i64", [-(2**63), 7])]:
+        spec = ValueSpec("memref", DTYPES[dtype], f"memref<{len(values)}x{dtype}>",
+                         (len(values),))
+        arr = np.array(values, dtype=DTYPES[dtype].numpy)
+        text = format_result(arr, spec)
+        assert parse_input(text).tobytes() == arr.tobytes(), text
+
+
+def test_format_scalar_is_shortest() -> None:
+    assert format_scalar(np.float32(0.1), "f32") == "0.1"
+    assert format_scalar(np.float32(33554432), "f32") == "33554432.0"
+    assert format_scalar(np.float16(0.1), "f16") == "0.1"
+    assert format_scalar(np.float32(0.10009765625), "bf16") == "0.1"
+    assert format_scalar(np.float32(1e-45), "f32") == "1e-45"
+    assert format_scalar(True, "i1") == "true"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("2xf32=1", None),  # splat is fine
+    ("2xf32=1,2,3", "expected 2 values for shape 2, got 3"),
+    ("2xf32=a,b", "'a' is not a valid f32 value"),
+    ("i8=300", "does not fit i8"),
+    ("2xz9=1", "unknown element type 'z9'"),
+    ("nonsense", "expected SHAPExDTYPE=VALUES"),
+    ("missing.npy", "no such file"),
+])
+def test_parse_input_errors(spec: str, message: str | None) -> None:
+    from accel.diagnostics import AccelError
+
+    if message is None:
+        parse_input(spec)
+        return
+    with pytest.raises(AccelError, match=message):
+        parse_input(spec)

@@ -1,0 +1,245 @@
+"""`accel-run`: JIT-compile an MLIR file for the host CPU, call one function, print results.
+
+    accel-run matmul.mlir --entry main --input 2x3xf32=1,2,3,4,5,6 --input w.npy
+    accel-run - --entry f --input f32=2.5 --input i64=3 < in.mlir
+
+Each result is printed on its own line in the form `--input` accepts, so lit tests can
+check execution with `accel-run %s --entry main --input ... | FileCheck %s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+import numpy as np
+from accel.cli import exit_with
+from accel.diagnostics import AccelError
+
+DESCRIPTION = """\
+JIT-compile an MLIR file (linalg on tensors, memrefs, affine, scf, ... down to the LLVM
+dialect) for the host CPU with accel's CPU pipeline, call one public function with the given
+inputs and print its results, one per line. Errors print as FILE:LINE:COL: error: ... (IR
+problems) or accel-run: error: ... and exit 1.
+"""
+
+EPILOG = """\
+input and output values:
+  SHAPExDTYPE=VALUES   an array, e.g. 2x3xf32=1,2,3,4,5,6 (row-major, flat). Brackets and
+                       spaces are allowed: 2x3xf32=[1, 2, 3, 4, 5, 6]. One value fills the
+                       whole shape (2x2xf32=0). 0x3xf32= is an empty array.
+  DTYPE=VALUE          a scalar (f32=2.5, i64=3, index=4, i1=true); also a rank-0 array.
+  FILE.npy             an array saved with numpy.save, passed with its own dtype.
+  DTYPE is f16, bf16, f32, f64, i1, i8, i16, i32, i64, ui8..ui64, si8..si64 or index.
+  Floats accept inf, -inf and nan; i1 accepts true/false/1/0; bf16 values are rounded to
+  nearest-even.
+
+  Results print as SHAPExDTYPE=[v0, v1, ...] (arrays, flat row-major; rank 0: DTYPE=[v]) or
+  DTYPE=v (scalars). Floats use the shortest decimal that reads back as the same value of
+  the result type (1.0, 0.1, inf, nan, -0.0, 1e-45); i1 prints true/false.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="accel-run", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input_file", nargs="?", default="-", metavar="FILE",
+                   help="input .mlir file, or - for stdin (default)")
+    p.add_argument("--entry", "-e", default="main", metavar="NAME",
+                   help="public function to call (default: main)")
+    p.add_argument("--input", "-i", action="append", default=[], metavar="SPEC", dest="inputs",
+                   help="one argument, in order: SHAPExDTYPE=VALUES, DTYPE=VALUE or FILE.npy")
+    p.add_argument("--opt-level", "-O", type=int, choices=range(4), default=3, metavar="N",
+                   help="LLVM optimisation level 0-3 (default: 3)")
+    p.add_argument("--print-ir-after-lowering", action="store_true",
+                   help="print the module in the LLVM dialect to stderr")
+    p.add_argument("--print-llvm-ir", action="store_true",
+                   help="print the LLVM IR handed to the JIT to stderr")
+    p.add_argument("--list-functions", action="store_true",
+                   help="print the callable functions with their signatures and exit")
+    p.add_argument("--version", action="store_true", help="print versions and exit")
+    p.add_argument("--debug", action="store_true",
+                   help="show Python tracebacks for internal errors")
+    return p
+
+
+# -- values -----------------------------------------------------------------------------------
+_SPEC = re.compile(r"(?:(?P<shape>\d+(?:x\d+)*)x)?(?P<dtype>[a-z]+\d*)=(?P<values>.*)", re.DOTALL)
+
+
+def parse_input(spec: str) -> np.ndarray:
+    """`2x3xf32=1,2,...`, `f32=2.5` or a `.npy` path -> an array (bf16 values as float32)."""
+    from accel.runtime import DTYPES
+
+    m = _SPEC.fullmatch(spec.strip())
+    if m is None:
+        if spec.endswith(".npy"):
+            return _load_npy(spec)
+        raise AccelError(f"--input '{spec}': expected SHAPExDTYPE=VALUES, DTYPE=VALUE or a "
+                         ".npy file")
+    dtype_name = m.group("dtype")
+    dt = DTYPES.get(dtype_name)
+    if dt is None:
+        raise AccelError(f"--input '{spec}': unknown element type '{dtype_name}' (valid: "
+                         f"{', '.join(DTYPES)})")
+    shape = tuple(int(d) for d in m.group("shape").split("x")) if m.group("shape") else ()
+    text = m.group("values").strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    tokens = [t.strip() for t in text.split(",")] if text.strip() else []
+    count = int(np.prod(shape, dtype=np.int64))
+    if len(tokens) == 1 and count != 1:
+        tokens = tokens * count  # splat
+    if len(tokens) != count:
+        raise AccelError(f"--input '{spec}': expected {count} value{'' if count == 1 else 's'} "
+                         f"for shape {'x'.join(map(str, shape)) or '()'}, got {len(tokens)}")
+    values = [_parse_value(tok, dtype_name, spec) for tok in tokens]
+    try:
+        return np.array(values, dtype=dt.user_dtype).reshape(shape)
+    except OverflowError:
+        raise AccelError(f"--input '{spec}': a value does not fit {dtype_name}") from None
+
+
+def _parse_value(token: str, dtype_name: str, spec: str) -> Any:
+    try:
+        if dtype_name == "i1":
+            if token.lower() in ("true", "1"):
+                return True
+            if token.lower() in ("false", "0"):
+                return False
+            raise ValueError
+        if dtype_name.startswith(("f", "bf")):
+            return float(token)
+        return int(token, 0)
+    except ValueError:
+        raise AccelError(f"--input '{spec}': '{token}' is not a valid {dtype_name} value") from None
+
+
+def _load_npy(path: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise AccelError(f"--input '{path}': no such file") from None
+    except (OSError, ValueError) as err:
+        raise AccelError(f"--input '{path}': not a readable .npy file ({err})") from None
+
+
+def format_scalar(value: Any, dtype_name: str) -> str:
+    """Shortest text that reads back as the same value of `dtype_name`."""
+    if dtype_name == "i1":
+        return "true" if value else "false"
+    if dtype_name == "bf16":
+        return _shortest_bf16(float(value))
+    if dtype_name in ("f16", "f32", "f64"):
+        # numpy finds the shortest digits for the narrow type; Python's repr lays them out
+        # the same way for every type (positional from 1e-4 to 1e16, else 1e+20 style).
+        narrow = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype_name](value)
+        return repr(float(str(narrow)))
+    return str(int(value))
+
+
+def _shortest_bf16(value: float) -> str:
+    from accel.runtime import python_float_to_bf16_bits
+
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    target = python_float_to_bf16_bits(value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if python_float_to_bf16_bits(float(text)) == target:
+            return repr(float(text))
+    return repr(value)
+
+
+def format_result(value: Any, spec: Any) -> str:
+    """`2x3xf32=[1.0, ...]` for arrays (rank 0: `f32=[v]`), `f32=v` for scalars."""
+    dtype_name = spec.dtype.mlir
+    if spec.kind == "scalar":
+        return f"{dtype_name}={format_scalar(value, dtype_name)}"
+    arr = np.asarray(value)
+    prefix = "".join(f"{d}x" for d in arr.shape)
+    items = ", ".join(format_scalar(v, dtype_name) for v in arr.reshape(-1).tolist())
+    return f"{prefix}{dtype_name}=[{items}]"
+
+
+# -- main -------------------------------------------------------------------------------------
+def read_source(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise AccelError(f"could not open input file '{path}': no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise AccelError(f"could not read input file '{path}': {err}") from None
+
+
+def version() -> str:
+    import platform
+
+    import accel
+    import llvmlite
+    from accel.ir import PROVIDER, provider_version
+
+    return (f"accel-run (accel {accel.__version__})\n"
+            f"  MLIR bindings: {PROVIDER} {provider_version()}\n"
+            f"  llvmlite {llvmlite.__version__}\n"
+            f"  Python {platform.python_version()}")
+
+
+def run_tool(argv: list[str]) -> int:
+    """The tool's body: returns the exit code, raises `AccelError` for user errors."""
+    args = build_parser().parse_args(argv)
+    if args.version:
+        print(version())
+        return 0
+    source = read_source(args.input_file)
+    inputs = [parse_input(spec) for spec in args.inputs]
+    from accel.backend.cpu import compile_mlir
+
+    filename = "<stdin>" if args.input_file == "-" else args.input_file
+    compiled = compile_mlir(source, {"opt_level": args.opt_level, "filename": filename})
+    if args.print_ir_after_lowering:
+        print(compiled.mlir_llvm, file=sys.stderr)
+    if args.print_llvm_ir:
+        print(compiled.llvm_ir, file=sys.stderr)
+    if args.list_functions:
+        for sig in compiled.functions.values():
+            print(f"{sig}" + (f"  // not callable: {sig.unsupported}" if sig.unsupported else ""))
+        return 0
+    sig = compiled.functions.get(args.entry)
+    if sig is None:
+        names = ", ".join("@" + n for n in compiled.functions) or "none"
+        raise AccelError(f"no public function @{args.entry} in {filename} (available: {names})")
+    call_args = [_adapt(value, spec) for value, spec in zip(inputs, sig.args, strict=False)]
+    call_args += inputs[len(call_args):]
+    try:
+        results = compiled.invoke(args.entry, *call_args)
+    except (TypeError, ValueError) as err:  # wrong count, dtype or shape of an --input
+        raise AccelError(str(err)) from None
+    if results is None:
+        return 0
+    results = results if isinstance(results, tuple) else (results,)
+    sys.stdout.write("".join(format_result(v, s) + "\n" for v, s in zip(results, sig.results,
+                                                                          strict=True)))
+    return 0
+
+
+def _adapt(value: np.ndarray, spec: Any) -> Any:
+    """A rank-0 input feeds a scalar parameter as its value; arrays stay arrays."""
+    if spec.kind == "scalar" and value.ndim == 0:
+        return value[()]
+    return value
+
+
+def main() -> None:
+    """Console-script entry point of `accel-run`."""
+    exit_with(run_tool)
+
+
+if __name__ == "__main__":
+    main()
