@@ -19,7 +19,7 @@ demo: $(STAMP)
 check: $(STAMP) lint lit pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check python dialects passes tools test benchmarks examples
+	$(BIN)/ruff check $(wildcard python dialects passes tools test benchmarks examples)
 
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test

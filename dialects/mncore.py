@@ -39,9 +39,11 @@ the element width, no two elements on one slot, addresses within `memory`); a re
 """
 
 # No `from __future__ import annotations`: ext reads the field annotations as live types.
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
+from accel.dialects._verify import guarded as _guarded
+from accel.dialects._verify import op_error as _error
 from accel.dialects.mncore_layout import (
     HIERARCHY,
     LEVELS,
@@ -66,25 +68,6 @@ _T = TypeVar("_T", bound=ir.RankedTensorType)
 
 class MNCore(ext.Dialect, name="mncore"):
     """Tensor layouts on MN-Core 2."""
-
-
-# -- verifier plumbing ------------------------------------------------------------------------
-def _error(op: OpView | Operation, message: str) -> bool:
-    """Emit `'<op>' op <message>` at the op; returns False for the verifier."""
-    op.location.emit_error(f"'{op.name}' op {message}")
-    return False
-
-
-def _guarded(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A Python verifier that never raises: a bug becomes a located error, not a traceback."""
-
-    def verify(op: Any) -> bool:
-        try:
-            return check(op)
-        except Exception as err:  # noqa: BLE001 - the tool must not crash inside MLIR
-            return _error(op, f"verifier failed internally: {type(err).__name__}: {err}")
-
-    return staticmethod(verify)  # type: ignore[return-value]
 
 
 def element_bits(element_type: ir.Type) -> int | None:

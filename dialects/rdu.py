@@ -46,9 +46,11 @@ sections; a hypersection reference resolves and its signature matches the instan
 """
 
 # No `from __future__ import annotations`: ext reads the field annotations as live types.
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from accel.dialects._verify import guarded as _guarded
+from accel.dialects._verify import op_error as _error
 from accel.dialects.rdu_arch import (
     ARCHS,
     PHASES,
@@ -75,25 +77,6 @@ _T = TypeVar("_T", bound=ir.RankedTensorType)
 
 class RDU(ext.Dialect, name="rdu"):
     """Sections of a Reconfigurable Dataflow Unit."""
-
-
-# -- verifier plumbing ------------------------------------------------------------------------
-def _error(op: OpView | Operation, message: str) -> bool:
-    """Emit `'<op>' op <message>` at the op; returns False for the verifier."""
-    op.location.emit_error(f"'{op.name}' op {message}")
-    return False
-
-
-def _guarded(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A Python verifier that never raises: a bug becomes a located error, not a traceback."""
-
-    def verify(op: Any) -> bool:
-        try:
-            return check(op)
-        except Exception as err:  # noqa: BLE001 - the tool must not crash inside MLIR
-            return _error(op, f"verifier failed internally: {type(err).__name__}: {err}")
-
-    return staticmethod(verify)  # type: ignore[return-value]
 
 
 def _whole_variadics(cls: type) -> type:
