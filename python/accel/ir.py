@@ -7,6 +7,8 @@ binding provider (e.g. to a standalone `mlir` wheel) touches only this file.
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import (
     affine,
@@ -58,6 +60,17 @@ def provider_version() -> str:
 def translate_to_llvmir(module: Module) -> str:
     """Translate a module in the LLVM dialect to LLVM IR text (upstream syntax)."""
     return llvm.translate_module_to_llvmir(module.operation)
+
+
+def torch_importer() -> tuple[Any, Any]:
+    """`(torch_mlir.fx, OutputType)`: torch-mlir's FX importer, imported on first use.
+
+    Lazy because it imports torch (seconds), which the CLIs and most of accel never need.
+    """
+    from torch_mlir import fx as torch_fx
+    from torch_mlir.compiler_utils import OutputType
+
+    return torch_fx, OutputType
 
 
 def bindings_libs_dir() -> str:
@@ -118,5 +131,6 @@ __all__ = [
     "ir",
     "provider_version",
     "rewrite",
+    "torch_importer",
     "translate_to_llvmir",
 ]

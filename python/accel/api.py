@@ -1,0 +1,228 @@
+"""`accel.compile(model, example_inputs, options=...) -> CompiledModule`: PyTorch on the CPU.
+
+    fn = accel.compile(model.eval(), (torch.randn(8, 784),), options={"verify_numerics": True})
+    y = fn(x)            # torch in, torch out (numpy in, numpy out)
+
+The model is exported at the example inputs' shapes and dtypes (`accel.frontend`), lowered
+to linalg on tensors and JIT-compiled for the host CPU (`accel.backend.cpu.compile_mlir`).
+`OPTIONS` below is the one table of options; docs/python-api.md mirrors it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from accel.diagnostics import AccelError
+
+#: Tolerances of `verify_numerics`: |compiled - eager| <= ATOL + RTOL * |eager|, elementwise.
+VERIFY_RTOL = 1e-4
+VERIFY_ATOL = 1e-5
+
+TARGETS = ("cpu", "rdu", "mncore")
+SUPPORTED_TARGETS = ("cpu",)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: accepted types, default, doc, and which values work today."""
+
+    types: tuple[type, ...]
+    default: Any
+    doc: str
+    #: A value of the right type that is still invalid -> the reason (ValueError).
+    invalid: Callable[[Any], str | None] = lambda v: None
+    #: False for a value whose feature is not built yet (NotImplementedError).
+    supported: Callable[[Any], bool] = lambda v: True
+
+
+def _default_only(default: Any) -> Callable[[Any], bool]:
+    return lambda v: v == default
+
+
+OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
+    "target": OptionSpec(
+        (str,), "cpu", "Device to compile for: 'cpu' (host JIT); 'rdu', 'mncore' not yet.",
+        invalid=lambda v: None if v in TARGETS else f"must be one of {', '.join(TARGETS)}",
+        supported=lambda v: v in SUPPORTED_TARGETS),
+    "opt_level": OptionSpec(
+        (int,), 3, "LLVM optimisation level, 0-3.",
+        invalid=lambda v: None if 0 <= v <= 3 else "must be an int from 0 to 3"),
+    "disable_affine_fusion": OptionSpec(
+        (bool,), False, "Do not fuse affine loop nests. The CPU pipeline fuses none yet, "
+        "so True is already its behaviour."),
+    "disable_reduce_reduce_fusion": OptionSpec(
+        (bool,), False, "Do not fuse consecutive reductions. None are fused yet, so True "
+        "is already the behaviour."),
+    "disable_fast_math": OptionSpec(
+        (bool,), False, "Keep strict IEEE semantics (no fast-math flags). No fast-math flags "
+        "are set yet, so True is already the behaviour."),
+    "disable_unsafe_math_canonicalizations": OptionSpec(
+        (bool,), False, "Forbid value-changing float rewrites (reassociation, x*0 -> 0). None "
+        "are applied yet, so True is already the behaviour."),
+    "mm_conv_precision_mode": OptionSpec(
+        (str,), "default", "Precision of matmul/conv arithmetic; only 'default' (the "
+        "model's dtype) yet.", supported=_default_only("default")),
+    "float_dtype": OptionSpec(
+        (str, type(None)), None, "Convert float computation to this dtype; only None (keep "
+        "the model's dtypes) yet.", supported=_default_only(None)),
+    "strict_target": OptionSpec(
+        (bool,), False, "Fail instead of falling back to the host for ops the target cannot "
+        "run. The CPU target runs every op it compiles, so True changes nothing there."),
+    "num_threads": OptionSpec(
+        (int, type(None)), None, "Threads for compiled code; the CPU code is single-threaded, "
+        "so only None or 1 yet.",
+        invalid=lambda v: None if v is None or v >= 1 else "must be None or an int >= 1",
+        supported=lambda v: v in (None, 1)),
+    "num_iters": OptionSpec(
+        (int,), 1, "Run each call this many times (benchmarking); only 1 yet.",
+        invalid=lambda v: None if v >= 1 else "must be an int >= 1",
+        supported=_default_only(1)),
+    "verify_numerics": OptionSpec(
+        (bool,), False, f"Also run the model eagerly on every call and raise AccelError "
+        f"unless all outputs match (rtol={VERIFY_RTOL}, atol={VERIFY_ATOL})."),
+})
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):  # bool is an int subclass: accept it only where asked for
+        return bool in types
+    return isinstance(value, types)
+
+
+def resolve_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Defaults merged with `options`, validated.
+
+    Raises `ValueError` for an unknown key, a wrong type or an invalid value, and
+    `NotImplementedError` for a value whose feature is not built yet.
+    """
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"options must be a dict, got {type(options).__name__}")
+    merged = {name: spec.default for name, spec in OPTIONS.items()}
+    for key, value in (options or {}).items():
+        spec = OPTIONS.get(key)
+        if spec is None:
+            raise ValueError(f"unknown option {key!r}; valid options: {', '.join(OPTIONS)}")
+        if not _type_ok(value, spec.types):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in spec.types)
+            raise ValueError(f"option {key!r} must be {names}, got {type(value).__name__} "
+                             f"{value!r}")
+        reason = spec.invalid(value)
+        if reason:
+            raise ValueError(f"option {key!r} {reason}, got {value!r}")
+        if not spec.supported(value):
+            raise NotImplementedError(f"option {key!r} is not supported yet with value "
+                                      f"{value!r} (supported: the default, {spec.default!r})")
+        merged[key] = value
+    return merged
+
+
+class CompiledModule:
+    """A compiled model: call it with torch tensors (-> tensors) or numpy arrays (-> arrays).
+
+    One output comes back as one tensor/array, several as a tuple. `module` is the imported
+    linalg-on-tensors MLIR, `compiled` the `CompiledMLIR` (LLVM IR and friends).
+    """
+
+    def __init__(self, model: Any, compiled: Any, module: Any, func_name: str,
+                 options: dict[str, Any]):
+        self.model = model
+        self.compiled = compiled
+        self.module = module
+        self.func_name = func_name
+        self.options = MappingProxyType(dict(options))
+        self._fn = compiled[func_name]
+
+    def __repr__(self) -> str:
+        return f"CompiledModule({self.compiled.functions[self.func_name]})"
+
+    def __call__(self, *args: Any) -> Any:
+        import torch
+
+        as_torch = any(isinstance(a, torch.Tensor) for a in args)
+        arrays = [_to_numpy(a) for a in args]
+        results = self._fn(*arrays)
+        outputs = list(results) if isinstance(results, tuple) else [results]
+        if self.options["verify_numerics"]:
+            self._verify(args, outputs)
+        if as_torch:
+            outputs = [_to_torch(o) for o in outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _verify(self, args: tuple[Any, ...], outputs: list[Any]) -> None:
+        import torch
+
+        inputs = [a if isinstance(a, torch.Tensor) else torch.from_numpy(np.asarray(a))
+                  for a in args]
+        with torch.no_grad():
+            expected = self.model(*inputs)
+        flat = list(expected) if isinstance(expected, tuple | list) else [expected]
+        if len(flat) != len(outputs):
+            raise AccelError(f"verify_numerics: the compiled model returned {len(outputs)} "
+                             f"outputs, eager PyTorch {len(flat)}")
+        for i, (want, got) in enumerate(zip(flat, outputs, strict=True)):
+            want_np = want.detach().cpu().numpy() if isinstance(want, torch.Tensor) \
+                else np.asarray(want)
+            got_np = np.asarray(got)
+            if want_np.shape != got_np.shape:
+                raise AccelError(f"verify_numerics: output {i} has shape {got_np.shape}, "
+                                 f"eager PyTorch {want_np.shape}")
+            close = np.isclose(got_np, want_np, rtol=VERIFY_RTOL, atol=VERIFY_ATOL,
+                               equal_nan=True)
+            if not close.all():
+                bad = np.unravel_index(int(np.argmin(close)), close.shape)
+                diff = np.abs(got_np.astype(np.float64) - want_np.astype(np.float64))
+                raise AccelError(
+                    f"verify_numerics: output {i} differs from eager PyTorch at "
+                    f"{int((~close).sum())} of {close.size} elements (first at index "
+                    f"{tuple(int(j) for j in bad)}: {got_np[bad]!r} vs {want_np[bad]!r}; "
+                    f"max abs error {np.nanmax(diff):.3g}; rtol={VERIFY_RTOL}, "
+                    f"atol={VERIFY_ATOL})")
+
+
+def _to_numpy(value: Any) -> Any:
+    """A torch tensor as a numpy array sharing its memory where possible."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().resolve_conj().resolve_neg().numpy()
+    return value
+
+
+def _to_torch(value: Any) -> Any:
+    """A numpy result as a tensor sharing its memory (read-only arrays are copied)."""
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value if value.flags.writeable else value.copy())
+    return torch.as_tensor(value)
+
+
+def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the API's name
+            options: dict[str, Any] | None = None) -> CompiledModule:
+    """Compile a `torch.nn.Module` (or a callable on tensors) for the inputs' shapes/dtypes.
+
+    `example_inputs` is a tuple of tensors (numpy arrays are converted). Options: `OPTIONS`.
+    Raises `ValueError`/`NotImplementedError` for bad options and `AccelError` when export,
+    lowering or compilation fails.
+    """
+    import torch
+
+    from accel.backend.cpu import compile_mlir
+    from accel.frontend import import_torch, model_name
+
+    opts = resolve_options(options)
+    if not isinstance(example_inputs, tuple | list):
+        raise TypeError(f"example_inputs must be a tuple of inputs, got "
+                        f"{type(example_inputs).__name__}")
+    inputs = tuple(torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+                   for x in example_inputs)
+    func_name = "main"
+    module = import_torch(model, inputs, func_name=func_name)
+    compiled = compile_mlir(module, {"opt_level": opts["opt_level"],
+                                     "filename": f"<{model_name(model)}>"})
+    return CompiledModule(model, compiled, module, func_name, opts)

@@ -1,0 +1,89 @@
+"""PyTorch -> MLIR: `import_torch(model, example_inputs) -> Module` (linalg on tensors).
+
+    module = import_torch(torch.nn.Linear(4, 2), (torch.randn(3, 4),))
+
+Steps: `torch.export` (through torch-mlir's FX importer, parameters frozen into the graph as
+`dense_resource` constants, so weights never become IR text), then torch-mlir's two pass
+pipelines, run here rather than inside torch-mlir so that a failure keeps its diagnostics:
+FX IR -> torch backend IR -> linalg on tensors. Every failure is an `AccelError` with a
+one-line message (the op that could not be lowered, or the `torch.export` error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from accel.diagnostics import AccelError, from_mlir_error
+from accel.ir import MLIRError, Module, PassManager, torch_importer
+
+#: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
+TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
+                    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})")
+BACKEND_TO_LINALG = ("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline"
+                     "{allow-non-finites=True})")
+
+
+def model_name(model: Any) -> str:
+    """A short name for messages: the module's class or the function's name."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        return type(model).__name__
+    return getattr(model, "__name__", None) or type(model).__name__
+
+
+def _as_module(model: Any) -> Any:
+    """`torch.export` needs an `nn.Module`: wrap a plain callable in one."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        return model
+    if not callable(model):
+        raise TypeError(f"model must be a torch.nn.Module or a callable, got "
+                        f"{type(model).__name__}")
+    fn: Callable[..., Any] = model
+
+    class _Wrapped(torch.nn.Module):
+        def forward(self, *args: Any) -> Any:
+            return fn(*args)
+
+    return _Wrapped()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
+                 dynamic_shapes: Any = None, func_name: str = "main") -> Module:
+    """Export `model` (an `nn.Module` or a callable) at `example_inputs` to linalg on tensors.
+
+    The result is one public `func.func @<func_name>` in the module's own context (with the
+    torch dialect registered); parameters and buffers are `dense_resource` constants.
+    `dynamic_shapes` is passed to `torch.export.export`. Raises `AccelError` when export,
+    import or lowering fails, `TypeError` for a bad `model`/`example_inputs`.
+    """
+    if not isinstance(example_inputs, tuple | list):
+        raise TypeError(f"example_inputs must be a tuple of inputs, got "
+                        f"{type(example_inputs).__name__}")
+    name = model_name(model)
+    module = _as_module(model)
+    torch_fx, output_type = torch_importer()
+    try:
+        imported = torch_fx.export_and_import(
+            module, *example_inputs, output_type=output_type.RAW,
+            dynamic_shapes=dynamic_shapes, func_name=func_name)
+    except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
+        raise AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
+                         f"{_first_line(err)}") from err
+    for stage, pipeline in (("torch backend IR", TORCH_TO_BACKEND),
+                            ("linalg on tensors", BACKEND_TO_LINALG)):
+        try:
+            with imported.context:
+                PassManager.parse(pipeline).run(imported.operation)
+        except MLIRError as err:
+            raise from_mlir_error(err, f"<{name}>",
+                                  context=f"lowering {name} to {stage} failed") from None
+    return imported

@@ -1,0 +1,184 @@
+"""`accel.compile`: PyTorch models on the CPU against eager PyTorch (fp32).
+
+Tolerances: rtol=1e-4, atol=1e-5 (float32; reductions of at most a few hundred terms).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import accel  # noqa: E402
+from accel.api import OPTIONS, VERIFY_ATOL, VERIFY_RTOL  # noqa: E402
+from accel.diagnostics import AccelError  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 32)
+        self.fc2 = torch.nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class CNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+class TwoOutputs(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x @ y, (x + 1.0).sum(dim=1)
+
+
+def _seeded(model: torch.nn.Module) -> torch.nn.Module:
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+    return model
+
+
+@pytest.fixture(scope="module")
+def mlp() -> tuple[torch.nn.Module, accel.CompiledModule]:
+    torch.manual_seed(0)
+    model = _seeded(MLP()).eval()
+    return model, accel.compile(model, (torch.randn(4, 64),))
+
+
+@pytest.fixture(scope="module")
+def cnn() -> tuple[torch.nn.Module, accel.CompiledModule]:
+    torch.manual_seed(1)
+    model = _seeded(CNN())
+    with torch.no_grad():  # non-trivial running statistics for the eval-mode batchnorm
+        model.bn.running_mean.copy_(torch.randn(4) * 0.1)
+        model.bn.running_var.copy_(torch.rand(4) + 0.5)
+    model.eval()
+    return model, accel.compile(model, (torch.randn(2, 1, 8, 8),))
+
+
+def test_mlp_matches_eager_torch_in_torch_out(mlp) -> None:
+    model, fn = mlp
+    x = torch.randn(4, 64)
+    got = fn(x)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    with torch.no_grad():
+        torch.testing.assert_close(got, model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_mlp_numpy_in_numpy_out(mlp) -> None:
+    model, fn = mlp
+    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    got = fn(x)
+    assert isinstance(got, np.ndarray) and got.shape == (4, 10)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(torch.from_numpy(x)).numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_weights_stay_dense_resource(mlp) -> None:
+    _, fn = mlp
+    body = fn.module.operation.get_asm(large_elements_limit=16, large_resource_limit=16)
+    assert "dense_resource<" in body
+    assert "linalg.matmul" in body and "dense<[" not in body  # no weights as literals
+    assert "= torch." not in body  # no torch dialect ops left
+
+
+def test_cnn_matches_eager(cnn) -> None:
+    model, fn = cnn
+    x = torch.randn(2, 1, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_multiple_outputs_and_callable() -> None:
+    fn = accel.compile(TwoOutputs(), (torch.randn(3, 5), torch.randn(5, 2)))
+    x, y = torch.randn(3, 5), torch.randn(5, 2)
+    a, b = fn(x, y)
+    torch.testing.assert_close(a, x @ y, rtol=RTOL, atol=ATOL)
+    torch.testing.assert_close(b, (x + 1.0).sum(dim=1), rtol=RTOL, atol=ATOL)
+    got = fn(x.numpy(), y.numpy())
+    assert isinstance(got, tuple) and all(isinstance(g, np.ndarray) for g in got)
+
+    plain = accel.compile(lambda t: torch.tanh(t) * 2.0, (torch.randn(6),))
+    t = torch.randn(6)
+    torch.testing.assert_close(plain(t), torch.tanh(t) * 2.0, rtol=RTOL, atol=ATOL)
+
+
+def test_verify_numerics_passes_and_catches_a_wrong_result(mlp) -> None:
+    model, _ = mlp
+    fn = accel.compile(model, (torch.randn(4, 64),), options={"verify_numerics": True})
+    x = torch.randn(4, 64)
+    fn(x)  # matches eager: no error
+
+    def garbage(*args):
+        return np.full((4, 10), 7.0, dtype=np.float32)
+
+    fn._fn = garbage
+    with pytest.raises(AccelError, match=r"verify_numerics: output 0 differs .*"
+                       rf"rtol={VERIFY_RTOL}, atol={VERIFY_ATOL}"):
+        fn(x)
+
+
+def test_unknown_option() -> None:
+    with pytest.raises(ValueError, match=r"unknown option 'opt_lvl'; valid options: target, "):
+        accel.compile(MLP(), (torch.randn(1, 64),), options={"opt_lvl": 2})
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("opt_level", "3", r"option 'opt_level' must be int, got str"),
+    ("opt_level", True, r"option 'opt_level' must be int, got bool"),
+    ("opt_level", 7, r"option 'opt_level' must be an int from 0 to 3, got 7"),
+    ("verify_numerics", 1, r"option 'verify_numerics' must be bool, got int"),
+    ("target", "gpu", r"option 'target' must be one of cpu, rdu, mncore"),
+    ("num_threads", 0, r"option 'num_threads' must be None or an int >= 1"),
+])
+def test_bad_option_values(key, value, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("target", "rdu"), ("target", "mncore"), ("float_dtype", "bfloat16"),
+    ("mm_conv_precision_mode", "tf32"), ("num_threads", 4), ("num_iters", 10),
+])
+def test_options_not_supported_yet(key, value) -> None:
+    with pytest.raises(NotImplementedError, match=rf"option '{key}' is not supported yet"):
+        accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
+
+
+def test_options_table_defaults_are_accepted(mlp) -> None:
+    model, _ = mlp
+    opts = {name: spec.default for name, spec in OPTIONS.items()}
+    opts.update(opt_level=1, disable_fast_math=True, strict_target=True, num_threads=1)
+    fn = accel.compile(model, (torch.randn(4, 64),), options=opts)
+    assert fn.options["opt_level"] == 1
+
+
+def test_export_failure_is_a_clear_error() -> None:
+    def data_dependent(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 if x.sum() > 0 else x
+
+    with pytest.raises(AccelError, match=r"^torch.export of data_dependent failed: "):
+        accel.compile(data_dependent, (torch.randn(8),))
+
+
+def test_unsupported_op_names_the_op() -> None:
+    def spectrum(x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.rfft(x).abs()
+
+    with pytest.raises(AccelError, match=r"^lowering spectrum to linalg on tensors failed: "
+                       r"'math.absf' op .*complex<f32>") as info:
+        accel.compile(spectrum, (torch.randn(8),))
+    assert "\n" not in str(info.value)
