@@ -337,10 +337,20 @@ def resolve_steps(opts: Options) -> list:
     else:
         steps = []
         for element in opts.passes:
-            steps += plan(parse_pipeline(element), source=f"<-{element}>")
+            steps += plan(parse_pipeline(_nest_short_form(element)), source=f"<-{element}>")
     if a.dump_pass_pipeline:
         print(pipeline_text(steps), file=sys.stderr)
     return steps
+
+
+def _nest_short_form(element: str) -> str:
+    """Like mlir-opt, nest a short-form upstream pass restricted to one op kind under it."""
+    from accel.upstream_passes import get_upstream_pass
+
+    info = get_upstream_pass(re.split(r"[{(]", element, maxsplit=1)[0])
+    if info is None or info.anchor in (None, "builtin.module"):
+        return element
+    return f"{info.anchor}({element})"
 
 
 def main(argv: list[str]) -> int:

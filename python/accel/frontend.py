@@ -11,11 +11,13 @@ one-line message (the op that could not be lowered, or the `torch.export` error)
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from accel.diagnostics import AccelError, from_mlir_error
-from accel.ir import MLIRError, Module, PassManager, torch_importer
+from accel.diagnostics import AccelError
+from accel.ir import Module, torch_importer
+from accel.pipeline import run_pipeline
 
 #: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
 TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
@@ -72,9 +74,12 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
     module = _as_module(model)
     torch_fx, output_type = torch_importer()
     try:
-        imported = torch_fx.export_and_import(
-            module, *example_inputs, output_type=output_type.RAW,
-            dynamic_shapes=dynamic_shapes, func_name=func_name)
+        with warnings.catch_warnings():
+            # torch.export's own deprecation noise (LeafSpec), not actionable for users.
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            imported = torch_fx.export_and_import(
+                module, *example_inputs, output_type=output_type.RAW,
+                dynamic_shapes=dynamic_shapes, func_name=func_name)
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
         raise AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
                          f"{_first_line(err)}") from err
@@ -82,8 +87,9 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
                             ("linalg on tensors", BACKEND_TO_LINALG)):
         try:
             with imported.context:
-                PassManager.parse(pipeline).run(imported.operation)
-        except MLIRError as err:
-            raise from_mlir_error(err, f"<{name}>",
-                                  context=f"lowering {name} to {stage} failed") from None
+                run_pipeline(imported, pipeline, filename=f"<{name}>", label=stage)
+        except AccelError as err:
+            err.diagnostics[0].message = f"lowering {name} to {stage} failed: " \
+                                         f"{err.diagnostics[0].message}"
+            raise AccelError(err.diagnostics[0].message, diagnostics=err.diagnostics) from None
     return imported

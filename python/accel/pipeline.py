@@ -176,7 +176,7 @@ def plan(elements: Sequence[Element], *, source: str = PIPELINE_FILE) -> list[St
                 continue
             cls = lookup_pass(element.name)
             if cls is None:
-                _check_upstream(element, source)
+                _check_upstream(element, path, source)
                 last = steps[-1] if steps else None
                 if isinstance(last, UpstreamStep) and last.path == path:
                     last.elements.append(element)
@@ -202,11 +202,14 @@ def plan(elements: Sequence[Element], *, source: str = PIPELINE_FILE) -> list[St
     return steps
 
 
-def _check_upstream(element: Element, source: str) -> None:
-    """Validate an upstream pass name and options now, for a located error."""
+def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> None:
+    """Validate an upstream pass name and options at its nesting path, for a located error."""
+    text = element.text()
+    for op in reversed(path):
+        text = f"{op}({text})"
     try:
         with _validation_context():
-            PassManager.parse(f"builtin.module({element.text()})")
+            PassManager.parse(f"builtin.module({text})")
         return
     except ValueError as err:
         message = str(err)
@@ -216,7 +219,7 @@ def _check_upstream(element: Element, source: str) -> None:
             element.col, source)
     detail = next((line.strip() for line in message.splitlines() if line.strip()), message)
     detail = detail.replace("<Pass-Options-Parser>: ", "")
-    valid = _upstream_option_list(element.name)
+    valid = _upstream_option_list(element.name) if "option" in detail else ""
     suffix = f"; valid options: {valid}" if valid else ""
     raise PipelineSyntaxError(f"pass '{element.name}': {detail}{suffix}", element.col, source)
 

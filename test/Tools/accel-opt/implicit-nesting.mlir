@@ -1,0 +1,14 @@
+// RUN: accel-opt %s -affine-scalrep -cse --dump-pass-pipeline 2>&1 | FileCheck %s
+// RUN: accel-opt %s --pass-pipeline='builtin.module(func.func(affine-scalrep),cse)' | FileCheck %s --check-prefix=NESTED
+// RUN: not accel-opt %s --pass-pipeline='builtin.module(affine-scalrep)' 2>&1 | FileCheck %s --check-prefix=ERR
+
+// Short form nests a func.func-restricted upstream pass under func.func, like mlir-opt.
+// CHECK: builtin.module(func.func(affine-scalrep),cse)
+// CHECK-LABEL: func.func @f
+// NESTED-LABEL: func.func @f
+// A textual pipeline must nest it explicitly (negative case: no implicit nesting there).
+// ERR: <pass-pipeline>:1:16: error: pass 'affine-scalrep': Can't add pass 'AffineScalarReplacement' restricted to 'func.func' on a PassManager intended to run on 'builtin.module', did you intend to nest?
+// ERR-NOT: valid options
+func.func @f() {
+  return
+}
