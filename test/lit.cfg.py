@@ -28,7 +28,9 @@ if os.path.isdir(venv_bin):
 path.append(os.path.dirname(sys.executable))
 path.append(config.environment.get("PATH", os.environ.get("PATH", "")))
 config.environment["PATH"] = os.pathsep.join(path)
-for var in ("HOME", "TMPDIR", "ACCEL_CACHE_DIR", "ACCEL_NUM_THREADS"):
+# A private compile cache: lit runs never touch the user's ~/.cache/accel.
+config.environment["ACCEL_CACHE_DIR"] = os.path.join(config.test_exec_root, "accel-cache")
+for var in ("HOME", "TMPDIR", "ACCEL_NUM_THREADS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 

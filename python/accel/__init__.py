@@ -3,6 +3,7 @@
 Public API (lazy, so `import accel` stays cheap for the CLIs):
 - `accel.compile(model, example_inputs, options=None)`: compile a PyTorch model for the CPU
   (`accel.api`; returns a `CompiledModule`, callable with tensors or numpy arrays).
+- `accel.load(folder)`: reload a folder written by `CompiledModule.save` (no recompiling).
 - `accel.import_torch(model, example_inputs)`: PyTorch -> linalg-on-tensors MLIR module.
 - `accel.compile_mlir(source, options=None)`: JIT-compile MLIR for the host CPU.
 """
@@ -16,10 +17,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "compile": ("accel.api", "compile"),
     "CompiledModule": ("accel.api", "CompiledModule"),
+    "load": ("accel.cache", "load"),
     "import_torch": ("accel.frontend", "import_torch"),
     "compile_mlir": ("accel.backend.cpu", "compile_mlir"),
     "CompiledMLIR": ("accel.backend.cpu", "CompiledMLIR"),
     "make_context": ("accel.context", "make_context"),
+    "jit": ("accel.jit_function", "jit"),
 }
 
 

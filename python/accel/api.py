@@ -85,6 +85,9 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
     "verify_numerics": OptionSpec(
         (bool,), False, f"Also run the model eagerly on every call and raise AccelError "
         f"unless all outputs match (rtol={VERIFY_RTOL}, atol={VERIFY_ATOL})."),
+    "cache": OptionSpec(
+        (bool,), True, "Reuse and fill the on-disk compile cache ($ACCEL_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/accel or ~/.cache/accel); see docs/cache.md."),
 })
 
 
@@ -126,6 +129,8 @@ class CompiledModule:
 
     One output comes back as one tensor/array, several as a tuple. `module` is the imported
     linalg-on-tensors MLIR, `compiled` the `CompiledMLIR` (LLVM IR and friends).
+    `save(folder)` writes an artifact that `accel.load(folder)` reloads without compiling;
+    a loaded module has no eager `model` (None) and its `module` is the saved MLIR text.
     """
 
     def __init__(self, model: Any, compiled: Any, module: Any, func_name: str,
@@ -139,6 +144,19 @@ class CompiledModule:
 
     def __repr__(self) -> str:
         return f"CompiledModule({self.compiled.functions[self.func_name]})"
+
+    @property
+    def cache_hit(self) -> bool:
+        """True when the compile cache supplied the code (the MLIR pipeline did not run)."""
+        return bool(getattr(self.compiled, "cache_hit", False))
+
+    def save(self, folder: Any) -> Any:
+        """Write an artifact folder (manifest.json, module.ll, model.mlir); returns its Path."""
+        from accel.cache import save_artifact
+
+        mlir = None if self.module is None else str(self.module)
+        return save_artifact(folder, self.compiled, entry=self.func_name,
+                             options=dict(self.options), model_mlir=mlir)
 
     def __call__(self, *args: Any) -> Any:
         import torch
@@ -223,6 +241,6 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
                    for x in example_inputs)
     func_name = "main"
     module = import_torch(model, inputs, func_name=func_name)
-    compiled = compile_mlir(module, {"opt_level": opts["opt_level"],
+    compiled = compile_mlir(module, {"opt_level": opts["opt_level"], "cache": opts["cache"],
                                      "filename": f"<{model_name(model)}>"})
     return CompiledModule(model, compiled, module, func_name, opts)

@@ -13,6 +13,18 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_accel_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Tests never read or write the user's real compile cache (~/.cache/accel).
+
+    Session-scoped so that module-scoped fixtures, set up before any function-scoped
+    fixture, compile into the private cache too.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ACCEL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "accel-cache"))
+        yield
+
+
 @pytest.fixture
 def ctx():
     from accel.context import make_context

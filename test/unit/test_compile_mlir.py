@@ -582,7 +582,7 @@ def test_libm_calls_resolve() -> None:
 
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match=r"unknown compile_mlir option 'O3'; valid options: "
-                                         r"filename, opt_level"):
+                                         r"cache, filename, opt_level"):
         compile_mlir("", {"O3": True})
     with pytest.raises(ValueError, match="'opt_level' must be an int from 0 to 3"):
         compile_mlir("", {"opt_level": 4})

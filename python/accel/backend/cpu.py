@@ -93,6 +93,7 @@ def pipeline_text(passes: list[str]) -> str:
 DEFAULT_OPTIONS: dict[str, Any] = {
     "opt_level": 3,  # LLVM optimisation level, 0-3
     "filename": "<input>",  # file name shown in diagnostics
+    "cache": True,  # look up / store the result in the on-disk cache (`accel.cache`)
 }
 
 
@@ -108,6 +109,8 @@ def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"option 'opt_level' must be an int from 0 to 3, got {level!r}")
     if not isinstance(merged["filename"], str):
         raise ValueError(f"option 'filename' must be a str, got {merged['filename']!r}")
+    if not isinstance(merged["cache"], bool):
+        raise ValueError(f"option 'cache' must be a bool, got {merged['cache']!r}")
     return merged
 
 
@@ -117,7 +120,9 @@ class CompiledMLIR:
     """A JIT-compiled MLIR module. Call functions with `invoke(name, *args)` or `[name](...)`.
 
     `functions` maps each public function to its `Signature` (memref-level types);
-    `mlir_llvm` is the module after lowering and `llvm_ir` the (normalised) LLVM IR text.
+    `mlir_llvm` is the module after lowering ("" when reloaded from an artifact) and
+    `llvm_ir` the (normalised) LLVM IR text. `cache_hit` is True when the compile cache
+    supplied the LLVM IR (the MLIR pipeline did not run).
     """
 
     functions: dict[str, Signature]
@@ -125,6 +130,14 @@ class CompiledMLIR:
     llvm_ir: str
     _callables: dict[str, CompiledFunction] = field(repr=False)
     _engine: Any = field(repr=False)  # keeps the machine code alive
+    cache_hit: bool = False
+
+    @classmethod
+    def from_llvm_ir(cls, llvm_ir: str, signatures: dict[str, Signature], opt_level: int = 3,
+                     mlir_llvm: str = "", cache_hit: bool = False) -> CompiledMLIR:
+        """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures."""
+        engine, callables = _jit(llvm_ir, signatures, opt_level)
+        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit)
 
     def __getitem__(self, name: str) -> CompiledFunction:
         fn = self._callables.get(name)
@@ -149,13 +162,25 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) ->
     Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
     an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
     """
+    from accel import cache
     from accel.context import make_context
     from accel.pipeline import run_pipeline
 
     opts = _check_options(options)
     filename = opts["filename"]
+    text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
+    key = cache.cache_key(text, {"opt_level": opts["opt_level"]}) if opts["cache"] else None
+    hit = cache.lookup(key) if key is not None else None
+    if hit is not None:
+        try:
+            sigs = {s["name"]: cache.signature_from_json(s) for s in hit["signatures"]}
+        except (KeyError, TypeError, ValueError):
+            sigs = None  # a well-formed entry from a broken writer: rebuild it
+        if sigs is not None:
+            return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opts["opt_level"],
+                                             hit.get("mlir_llvm", ""), cache_hit=True)
     with make_context():
-        module = _load(source, filename)
+        module = _load(text, filename)
         _mark_tensor_args_read_only(module)
         run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename, label="cpu-bufferize")
         signatures = {sig.name: sig for sig in _signatures(module)}
@@ -167,8 +192,12 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) ->
             llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
         except MLIRError as err:
             raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
-    engine, callables = _jit(llvm_ir, signatures, opts["opt_level"])
-    return CompiledMLIR(signatures, mlir_llvm, llvm_ir, callables, engine)
+    compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm)
+    if key is not None:
+        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm,
+                          "signatures": [cache.signature_to_json(s)
+                                         for s in signatures.values()]})
+    return compiled
 
 
 def _load(source: str | Module, filename: str) -> Module:

@@ -1,0 +1,286 @@
+"""The on-disk compile cache and compiled-artifact folders (`accel.load`).
+
+Compile cache. `compile_mlir` looks every compilation up by a content hash (`cache_key`) of
+the input MLIR text (after import, with locations), the options that change code
+(`opt_level`), the accel, MLIR bindings and llvmlite versions, and the host (triple, CPU
+name and features). A hit skips the whole MLIR pipeline: the entry holds the normalised LLVM
+IR, the LLVM-dialect MLIR and the function signatures, and is only re-optimised and JIT-ed.
+Entries live in `cache_dir()`: `$ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/accel`, else
+`~/.cache/accel`. Each is one file `<key>.entry`: a header line
+`ACCEL-CACHE <format> <sha256 of the body>` and a zlib-compressed JSON body. Writes are
+atomic (temporary file + `os.replace`), so concurrent processes never see half an entry; a
+truncated or garbled entry fails its checksum, is deleted and rebuilt. `STATS` counts hits,
+misses, stores and dropped corrupt entries in this process; `CompiledMLIR.cache_hit` tells
+whether one compilation came from the cache.
+
+Artifacts. `CompiledModule.save(folder)` (or `save_artifact`) writes a folder that
+`accel.load(folder)` turns back into a callable without compiling MLIR again; the format is
+in docs/cache.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import zlib
+from collections import Counter
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from accel.diagnostics import AccelError
+from accel.runtime import DTYPES, Signature, ValueSpec
+
+log = logging.getLogger("accel.cache")
+
+#: Bump when the entry or artifact layout changes: older entries then simply miss.
+FORMAT_VERSION = 1
+_MAGIC = "ACCEL-CACHE"
+MANIFEST = "manifest.json"
+MODULE_LL = "module.ll"
+MODEL_MLIR = "model.mlir"
+
+#: Counters for this process: "hit", "miss", "store", "corrupt".
+STATS: Counter[str] = Counter()
+
+
+# -- where ----------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """The cache folder: `$ACCEL_CACHE_DIR`, `$XDG_CACHE_HOME/accel` or `~/.cache/accel`."""
+    explicit = os.environ.get("ACCEL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "accel"
+
+
+# -- key ------------------------------------------------------------------------------------
+@cache
+def environment() -> dict[str, str]:
+    """Versions and host facts that a cached compilation depends on (also in manifests)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    import accel
+    from accel.ir import PROVIDER, provider_version
+
+    try:
+        llvmlite_version = version("llvmlite")
+    except PackageNotFoundError:  # pragma: no cover - source checkouts
+        llvmlite_version = llvmlite.__version__
+    llvm.initialize_native_target()
+    return {
+        "accel": accel.__version__,
+        "bindings": f"{PROVIDER} {provider_version()}",
+        "llvmlite": llvmlite_version,
+        "triple": llvm.get_process_triple(),
+        "cpu": llvm.get_host_cpu_name(),
+        "features": llvm.get_host_cpu_features().flatten(),
+    }
+
+
+def cache_key(mlir_text: str, options: Mapping[str, Any]) -> str:
+    """Hex SHA-256 naming the compilation of `mlir_text` with the code-changing `options`."""
+    material = {
+        "format": FORMAT_VERSION,
+        "input": hashlib.sha256(mlir_text.encode()).hexdigest(),
+        "options": dict(sorted(options.items())),
+        "env": environment(),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+# -- signatures as JSON ---------------------------------------------------------------------
+def _spec_to_json(spec: ValueSpec) -> dict[str, Any]:
+    return {"kind": spec.kind, "dtype": spec.dtype.mlir if spec.dtype else None,
+            "type": spec.type_str, "shape": list(spec.shape), "identity": spec.identity,
+            "strides": list(spec.strides), "offset": spec.offset}
+
+
+def _spec_from_json(d: Mapping[str, Any]) -> ValueSpec:
+    return ValueSpec(d["kind"], DTYPES[d["dtype"]] if d["dtype"] else None, d["type"],
+                     tuple(d["shape"]), d["identity"], tuple(d["strides"]), d["offset"])
+
+
+def signature_to_json(sig: Signature) -> dict[str, Any]:
+    """A `Signature` as JSON-compatible data (`signature_from_json` inverts it)."""
+    return {"name": sig.name, "args": [_spec_to_json(a) for a in sig.args],
+            "results": [_spec_to_json(r) for r in sig.results], "callee": sig.callee,
+            "results_by_pointer": sig.results_by_pointer, "unsupported": sig.unsupported}
+
+
+def signature_from_json(d: Mapping[str, Any]) -> Signature:
+    """The `Signature` that `signature_to_json` wrote."""
+    return Signature(d["name"], tuple(_spec_from_json(a) for a in d["args"]),
+                     tuple(_spec_from_json(r) for r in d["results"]), d["callee"],
+                     d["results_by_pointer"], d["unsupported"])
+
+
+# -- atomic files ---------------------------------------------------------------------------
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` via a temporary file in the same folder and `os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide artifacts from other users
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# -- cache entries --------------------------------------------------------------------------
+def _entry_path(key: str) -> Path:
+    return cache_dir() / f"{key}.entry"
+
+
+def encode_entry(payload: Mapping[str, Any]) -> bytes:
+    """Header line with the body's checksum, then the zlib-compressed JSON body."""
+    body = zlib.compress(json.dumps(payload, sort_keys=True).encode(), 6)
+    header = f"{_MAGIC} {FORMAT_VERSION} {hashlib.sha256(body).hexdigest()}\n".encode()
+    return header + body
+
+
+def decode_entry(data: bytes) -> dict[str, Any]:
+    """The payload of an entry; `ValueError` when it is truncated, garbled or foreign."""
+    header, sep, body = data.partition(b"\n")
+    parts = header.decode("ascii", "replace").split()
+    if not sep or len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT_VERSION):
+        raise ValueError("bad header")
+    if hashlib.sha256(body).hexdigest() != parts[2]:
+        raise ValueError("checksum mismatch")
+    payload = json.loads(zlib.decompress(body))
+    if not isinstance(payload, dict):
+        raise ValueError("body is not an object")
+    return payload
+
+
+def lookup(key: str) -> dict[str, Any] | None:
+    """The cached payload for `key`, or None (a corrupt entry is deleted and counts a miss)."""
+    path = _entry_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        STATS["miss"] += 1
+        return None
+    try:
+        payload = decode_entry(data)
+        if not isinstance(payload.get("llvm_ir"), str) or \
+                not isinstance(payload.get("signatures"), list):
+            raise ValueError("missing fields")
+    except (ValueError, zlib.error, UnicodeDecodeError) as err:
+        log.warning("accel cache: dropping corrupt entry %s (%s)", path, err)
+        STATS["corrupt"] += 1
+        STATS["miss"] += 1
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return None
+    STATS["hit"] += 1
+    log.info("accel cache: hit %s", key)
+    return payload
+
+
+def store(key: str, payload: Mapping[str, Any]) -> None:
+    """Save `payload` under `key`; a cache that cannot be written only logs a warning."""
+    try:
+        atomic_write(_entry_path(key), encode_entry(payload))
+    except OSError as err:
+        log.warning("accel cache: could not write %s: %s", _entry_path(key), err)
+        return
+    STATS["store"] += 1
+
+
+# -- artifacts ------------------------------------------------------------------------------
+def save_artifact(folder: str | os.PathLike[str], compiled: Any, *, entry: str,
+                  options: Mapping[str, Any], model_mlir: str | None = None) -> Path:
+    """Write `compiled` (a `CompiledMLIR`) as an artifact folder callable through `entry`."""
+    if entry not in compiled.functions:
+        raise AccelError(f"no public function @{entry} to save; available: "
+                         f"{', '.join('@' + n for n in compiled.functions) or 'none'}")
+    out = Path(folder)
+    ll = compiled.llvm_ir.encode()
+    sig = compiled.functions[entry]
+    manifest = {
+        "format": FORMAT_VERSION,
+        "versions": environment(),
+        "entry": entry,
+        "opt_level": options.get("opt_level", 3),
+        "options": {k: v for k, v in options.items() if _is_json_scalar(v)},
+        "signatures": [signature_to_json(s) for s in compiled.functions.values()],
+        "inputs": [_io_spec(a) for a in sig.args],
+        "outputs": [_io_spec(r) for r in sig.results],
+        "files": {MODULE_LL: hashlib.sha256(ll).hexdigest()},
+    }
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / MODULE_LL, ll)
+        if model_mlir is not None:
+            atomic_write(out / MODEL_MLIR, model_mlir.encode())
+        atomic_write(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    return out
+
+
+def _is_json_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, bool | int | float | str)
+
+
+def _io_spec(spec: ValueSpec) -> dict[str, Any]:
+    dtype = spec.dtype.mlir if spec.dtype else None
+    return {"type": spec.type_str, "dtype": dtype, "shape": list(spec.shape)}
+
+
+def load(folder: str | os.PathLike[str]) -> Any:
+    """Reload an artifact folder without compiling MLIR: a `CompiledModule` (no eager model).
+
+    Call it with torch tensors or numpy arrays like the module `accel.compile` returned.
+    Raises `AccelError` when the folder is missing, from another format, or corrupt.
+    """
+    from accel.api import CompiledModule
+    from accel.backend.cpu import CompiledMLIR
+
+    root = Path(folder)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        ll = (root / MODULE_LL).read_bytes()
+    except FileNotFoundError as err:
+        raise AccelError(f"'{root}' is not an accel artifact folder: {err.filename} is "
+                         "missing") from None
+    except (OSError, ValueError) as err:
+        raise AccelError(f"could not read artifact folder '{root}': {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        got = manifest.get("format") if isinstance(manifest, dict) else None
+        raise AccelError(f"artifact '{root}' has format {got!r}; this accel reads format "
+                         f"{FORMAT_VERSION}: compile it again")
+    if hashlib.sha256(ll).hexdigest() != manifest.get("files", {}).get(MODULE_LL):
+        raise AccelError(f"artifact '{root}': {MODULE_LL} does not match its checksum in "
+                         f"{MANIFEST} (corrupt or edited): compile it again")
+    try:
+        signatures = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
+        entry = manifest["entry"]
+        opt_level = int(manifest["opt_level"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err!r})") from None
+    compiled = CompiledMLIR.from_llvm_ir(ll.decode(), signatures, opt_level)
+    options = dict(manifest.get("options", {}))
+    options["verify_numerics"] = False  # no eager model to compare with
+    module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
+        if (root / MODEL_MLIR).is_file() else None
+    return CompiledModule(None, compiled, module, entry, options)

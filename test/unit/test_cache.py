@@ -1,0 +1,181 @@
+"""The on-disk compile cache (`accel.cache`) and artifact folders (`save` / `accel.load`).
+
+Every test points `ACCEL_CACHE_DIR` at a temporary folder itself (no conftest needed), so
+the user's real cache is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from accel import cache
+from accel.backend.cpu import compile_mlir
+from accel.diagnostics import AccelError
+
+ADD = """\
+func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>)
+      -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+X = np.arange(4, dtype=np.float32)
+Y = np.full(4, 0.5, dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private cache folder for each test; `STATS` counted from zero."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(folder))
+    cache.STATS.clear()
+    return folder
+
+
+def entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.entry"))
+
+
+def test_cache_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert cache.cache_dir() == tmp_path / "cache"
+    monkeypatch.delenv("ACCEL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "accel"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "accel"
+
+
+def test_hit_in_process(tmp_cache: Path) -> None:
+    first = compile_mlir(ADD)
+    assert not first.cache_hit and len(entries(tmp_cache)) == 1
+    second = compile_mlir(ADD)
+    assert second.cache_hit
+    assert cache.STATS["hit"] == 1 and cache.STATS["store"] == 1
+    assert second.llvm_ir == first.llvm_ir and second.mlir_llvm == first.mlir_llvm
+    np.testing.assert_array_equal(second.invoke("add", X, Y), X + Y)
+
+
+def test_key_depends_on_input_and_options(tmp_cache: Path) -> None:
+    compile_mlir(ADD)
+    assert compile_mlir(ADD, {"opt_level": 1}).cache_hit is False
+    assert compile_mlir(ADD.replace("linalg.add", "linalg.sub")).cache_hit is False
+    assert len(entries(tmp_cache)) == 3
+    # the file name only labels diagnostics: same code, same entry
+    assert compile_mlir(ADD, {"filename": "other.mlir"}).cache_hit
+
+
+def test_cache_option_off(tmp_cache: Path) -> None:
+    compile_mlir(ADD, {"cache": False})
+    assert not tmp_cache.exists() or not entries(tmp_cache)
+    with pytest.raises(ValueError, match="'cache' must be a bool"):
+        compile_mlir(ADD, {"cache": "yes"})
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garble", "empty"])
+def test_corrupt_entry_is_rebuilt(tmp_cache: Path, damage: str) -> None:
+    compile_mlir(ADD)
+    (path,) = entries(tmp_cache)
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garble":
+        path.write_bytes(data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
+    else:
+        path.write_bytes(b"")
+    again = compile_mlir(ADD)
+    assert not again.cache_hit and cache.STATS["corrupt"] == 1
+    np.testing.assert_array_equal(again.invoke("add", X, Y), X + Y)
+    assert cache.decode_entry(path.read_bytes())["llvm_ir"] == again.llvm_ir  # rewritten
+    assert compile_mlir(ADD).cache_hit
+
+
+def test_entry_checksum_roundtrip() -> None:
+    blob = cache.encode_entry({"llvm_ir": "x", "signatures": []})
+    assert cache.decode_entry(blob) == {"llvm_ir": "x", "signatures": []}
+    with pytest.raises(ValueError, match="checksum"):
+        cache.decode_entry(blob[:-1] + bytes([blob[-1] ^ 1]))
+
+
+def test_no_temporary_files_left(tmp_cache: Path) -> None:
+    compile_mlir(ADD)
+    assert [p.name for p in tmp_cache.iterdir()] == [entries(tmp_cache)[0].name]
+
+
+def test_hit_across_processes(tmp_cache: Path, tmp_path: Path) -> None:
+    src = tmp_path / "add.mlir"
+    src.write_text(ADD)
+    script = ("import sys; from accel.backend.cpu import compile_mlir; "
+              "m = compile_mlir(open(sys.argv[1]).read()); print('cache_hit', m.cache_hit)")
+    env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_cache)}
+    runs = [subprocess.run([sys.executable, "-c", script, str(src)], capture_output=True,
+                           text=True, env=env, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert [r.stdout.strip() for r in runs] == ["cache_hit False", "cache_hit True"]
+    assert compile_mlir(ADD).cache_hit  # and this process reuses it too
+
+
+def test_signature_json_roundtrip() -> None:
+    sigs = compile_mlir(ADD, {"cache": False}).functions
+    for sig in sigs.values():
+        data = json.loads(json.dumps(cache.signature_to_json(sig)))
+        assert cache.signature_from_json(data) == sig
+
+
+def test_save_load_mlir_artifact(tmp_path: Path) -> None:
+    compiled = compile_mlir(ADD)
+    out = cache.save_artifact(tmp_path / "art", compiled, entry="add",
+                              options={"opt_level": 3}, model_mlir=ADD)
+    manifest = json.loads((out / cache.MANIFEST).read_text())
+    assert manifest["entry"] == "add" and manifest["format"] == cache.FORMAT_VERSION
+    assert manifest["inputs"][0] == {"type": "memref<4xf32>", "dtype": "f32", "shape": [4]}
+    assert (out / cache.MODEL_MLIR).read_text() == ADD
+    loaded = cache.load(out)
+    np.testing.assert_array_equal(loaded(X, Y), X + Y)
+    with pytest.raises(AccelError, match="no public function @nope"):
+        cache.save_artifact(tmp_path / "bad", compiled, entry="nope", options={})
+
+
+def test_load_errors(tmp_path: Path) -> None:
+    with pytest.raises(AccelError, match="not an accel artifact folder"):
+        cache.load(tmp_path / "missing")
+    out = cache.save_artifact(tmp_path / "art", compile_mlir(ADD), entry="add", options={})
+    ll = out / cache.MODULE_LL
+    ll.write_text(ll.read_text() + "\n; edited\n")
+    with pytest.raises(AccelError, match="does not match its checksum"):
+        cache.load(out)
+    manifest = out / cache.MANIFEST
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": 99}))
+    with pytest.raises(AccelError, match="format 99"):
+        cache.load(out)
+
+
+def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import accel
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 3)).eval()
+    x = torch.randn(5, 16)
+    fn = accel.compile(model, (x,))
+    assert not fn.cache_hit
+    assert accel.compile(model, (x,)).cache_hit
+    fn.save(tmp_path / "mlp")
+    assert {p.name for p in (tmp_path / "mlp").iterdir()} == \
+        {cache.MANIFEST, cache.MODULE_LL, cache.MODEL_MLIR}
+    loaded = accel.load(tmp_path / "mlp")
+    with torch.no_grad():
+        want = model(x)
+    got = loaded(x)
+    assert isinstance(got, torch.Tensor)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(loaded(x.numpy()), want.numpy(), rtol=1e-4, atol=1e-5)
