@@ -11,8 +11,9 @@ one-line message (the op that could not be lowered, or the `torch.export` error)
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from accel.diagnostics import AccelError
@@ -33,6 +34,24 @@ def model_name(model: Any) -> str:
     if isinstance(model, torch.nn.Module):
         return type(model).__name__
     return getattr(model, "__name__", None) or type(model).__name__
+
+
+@contextlib.contextmanager
+def _persistent_buffers(model: Any) -> Iterator[None]:
+    """Make non-persistent buffers persistent while exporting; restore them afterwards.
+
+    torch-mlir's FX importer finds no state for non-persistent buffers (BERT's
+    `embeddings.position_ids`): "Could not find state mapping for buffer" (torch-mlir issue
+    4744). Same tensors, same numerics; the user's module is left as it was.
+    """
+    changed = [(m, name) for m in model.modules() for name in list(m._non_persistent_buffers_set)]
+    for module, name in changed:
+        module.register_buffer(name, getattr(module, name), persistent=True)
+    try:
+        yield
+    finally:
+        for module, name in changed:
+            module.register_buffer(name, getattr(module, name), persistent=False)
 
 
 def _as_module(model: Any) -> Any:
@@ -74,7 +93,7 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
     module = _as_module(model)
     torch_fx, output_type = torch_importer()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _persistent_buffers(module):
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             imported = torch_fx.export_and_import(
