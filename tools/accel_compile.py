@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from accel.cli import exit_with
+from accel.cli import exit_with, version_text
 from accel.diagnostics import AccelError
 
 PROG = "accel-compile"
@@ -55,17 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LLVM optimisation level 0-3 (default 3)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a compile option; repeatable")
-    p.add_argument("--version", action="version", version=version())
+    p.add_argument("--version", action="version", version=version_text(PROG))
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks for internal errors")
     return p
-
-
-def version() -> str:
-    """`accel-compile (accel X.Y.Z)`."""
-    import accel
-
-    return f"{PROG} (accel {accel.__version__})"
 
 
 def parse_value(text: str) -> Any:

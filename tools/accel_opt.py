@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from accel.cli import exit_with
+from accel.cli import exit_with, version_text
 from accel.diagnostics import AccelError, Diagnostic, from_mlir_error, relocate
 
 SPLIT_MARKER = "// -----"
@@ -147,17 +147,6 @@ def _fmt(value: object) -> str:
     from accel.passes.base import format_value
 
     return format_value(value)
-
-
-def version() -> str:
-    import platform
-
-    import accel
-    from accel.ir import PROVIDER, provider_version
-
-    return (f"accel-opt (accel {accel.__version__})\n"
-            f"  MLIR bindings: {PROVIDER} {provider_version()}\n"
-            f"  Python {platform.python_version()}")
 
 
 # -- one input chunk ----------------------------------------------------------------------
@@ -357,7 +346,7 @@ def main(argv: list[str]) -> int:
     opts = parse_args(argv)
     a = opts.args
     if a.version:
-        print(version())
+        print(version_text("accel-opt"))
         return 0
     from accel.passes import load_pass_plugin
 

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 import numpy as np
-from accel.cli import exit_with
+from accel.cli import exit_with, version_text
 from accel.diagnostics import AccelError
 
 DESCRIPTION = """\
@@ -178,24 +178,11 @@ def read_source(path: str) -> str:
         raise AccelError(f"could not read input file '{path}': {err}") from None
 
 
-def version() -> str:
-    import platform
-
-    import accel
-    import llvmlite
-    from accel.ir import PROVIDER, provider_version
-
-    return (f"accel-run (accel {accel.__version__})\n"
-            f"  MLIR bindings: {PROVIDER} {provider_version()}\n"
-            f"  llvmlite {llvmlite.__version__}\n"
-            f"  Python {platform.python_version()}")
-
-
 def run_tool(argv: list[str]) -> int:
     """The tool's body: returns the exit code, raises `AccelError` for user errors."""
     args = build_parser().parse_args(argv)
     if args.version:
-        print(version())
+        print(version_text("accel-run"))
         return 0
     source = read_source(args.input_file)
     inputs = [parse_input(spec) for spec in args.inputs]

@@ -14,6 +14,21 @@ def tool_name() -> str:
     return os.path.basename(sys.argv[0]) or "accel"
 
 
+def version_text(tool: str) -> str:
+    """`--version` output shared by accel's tools: accel, bindings, llvmlite and Python."""
+    import platform
+
+    import llvmlite
+
+    import accel
+    from accel.ir import PROVIDER, provider_version
+
+    return (f"{tool} (accel {accel.__version__})\n"
+            f"  MLIR bindings: {PROVIDER} {provider_version()}\n"
+            f"  llvmlite {llvmlite.__version__}\n"
+            f"  Python {platform.python_version()}")
+
+
 def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
     """Run a tool's `main(argv)`; print `AccelError`s as diagnostics and exit 1.
 

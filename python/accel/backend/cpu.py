@@ -417,38 +417,33 @@ _ROUND_TO_ODD_FLOAT = """\
   %odd = select i1 %fix, i32 %nudged, i32 %bits
 """
 
+def _bf16_rne(src: str) -> str:
+    """Round the f32 bit pattern `%src` to the nearest-even bf16 (NaNs stay quiet NaNs)."""
+    return f"""\
+  %hi = lshr i32 %{src}, 16
+  %lsb = and i32 %hi, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %{src}, %bias
+  %rne = lshr i32 %sum, 16
+  %quiet = or i32 %hi, 64
+  %r32 = select i1 %isnan, i32 %quiet, i32 %rne
+  %r16 = trunc i32 %r32 to i16
+  %r = bitcast i16 %r16 to bfloat
+  ret bfloat %r
+}}
+"""
+
+
 _SOFT_FLOAT_HELPERS: dict[str, str] = {
     "__truncdfbf2": """\
 define bfloat @__truncdfbf2(double %d) {
 %ROUND_TO_ODD%  %isnan = fcmp uno double %d, %d
-  %hi = lshr i32 %odd, 16
-  %lsb = and i32 %hi, 1
-  %bias = add i32 %lsb, 32767
-  %sum = add i32 %odd, %bias
-  %rne = lshr i32 %sum, 16
-  %quiet = or i32 %hi, 64
-  %r32 = select i1 %isnan, i32 %quiet, i32 %rne
-  %r16 = trunc i32 %r32 to i16
-  %r = bitcast i16 %r16 to bfloat
-  ret bfloat %r
-}
-""",
+""" + _bf16_rne("odd"),
     "__truncsfbf2": """\
 define bfloat @__truncsfbf2(float %x) {
   %bits = bitcast float %x to i32
   %isnan = fcmp uno float %x, %x
-  %hi = lshr i32 %bits, 16
-  %lsb = and i32 %hi, 1
-  %bias = add i32 %lsb, 32767
-  %sum = add i32 %bits, %bias
-  %rne = lshr i32 %sum, 16
-  %quiet = or i32 %hi, 64
-  %r32 = select i1 %isnan, i32 %quiet, i32 %rne
-  %r16 = trunc i32 %r32 to i16
-  %r = bitcast i16 %r16 to bfloat
-  ret bfloat %r
-}
-""",
+""" + _bf16_rne("bits"),
     "__truncdfhf2": """\
 define half @__truncdfhf2(double %d) {
 %ROUND_TO_ODD%  %oddf = bitcast i32 %odd to float
