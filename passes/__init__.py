@@ -7,7 +7,12 @@ Importing this package registers every built-in pass; plugin files register thei
 from __future__ import annotations
 
 # Built-in passes: importing each module registers it.
-from accel.passes import emit_c_interface, mncore_strip_layouts  # noqa: E402,F401,I001
+from accel.passes import (  # noqa: E402,F401,I001
+    assert_to_error_return,
+    emit_c_interface,
+    mncore_strip_layouts,
+    prepare_one_shot,
+)
 from accel.passes.base import (
     FunctionPass,
     ModulePass,

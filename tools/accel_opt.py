@@ -19,7 +19,7 @@ SPLIT_MARKER = "// -----"
 _SPLIT_LINE = re.compile(r"^\s*//\s*-----\s*$")
 _EXPECTED = re.compile(
     r"expected-(?P<sev>error|warning|note|remark)(?P<re>-re)?"
-    r"(?:@(?P<where>above|below|unknown|[+-]?\d+))?\s*(?P<count>\d+)?\s*\{\{(?P<msg>.*)\}\}"
+    r" *(?:@(?P<where>above|below|unknown|[+-]?\d+))?\s*(?P<count>\d+)?\s*\{\{(?P<msg>.*)\}\}"
 )
 
 DESCRIPTION = """\

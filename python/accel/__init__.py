@@ -23,6 +23,7 @@ _LAZY = {
     "CompiledMLIR": ("accel.backend.cpu", "CompiledMLIR"),
     "make_context": ("accel.context", "make_context"),
     "jit": ("accel.jit_function", "jit"),
+    "RuntimeAssertionError": ("accel.runtime", "RuntimeAssertionError"),
 }
 
 

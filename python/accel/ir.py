@@ -7,6 +7,7 @@ binding provider (e.g. to a standalone `mlir` wheel) touches only this file.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from torch_mlir import ir, rewrite
@@ -26,6 +27,7 @@ from torch_mlir.dialects import (
     scf,
     tensor,
     transform,
+    ub,
     vector,
 )
 from torch_mlir.ir import (
@@ -73,6 +75,52 @@ def torch_importer() -> tuple[Any, Any]:
     return torch_fx, OutputType
 
 
+def torch_decompositions() -> dict[Any, Any]:
+    """torch-mlir's default decomposition table for `torch.export` programs (a copy)."""
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    return dict(get_decomposition_table())
+
+
+@functools.cache
+def enable_torch_mlir_extensions() -> None:
+    """Register torch-mlir's own passes (e.g. `tm-tensor-bufferize`, `tm-tensor-to-loops`).
+
+    The Python bindings register only upstream passes and torch-mlir's torch pipelines; the
+    CAPI library exports `torchMlirRegisterAllPasses`, which adds the rest (TMTensor too) to
+    the same process-wide registry. Idempotent; called by the pipelines that need them.
+    """
+    _capi_library().torchMlirRegisterAllPasses()
+
+
+def load_torch_dialects(ctx: Context) -> None:
+    """Load torch-mlir's dialects (torch, torch_c, tm_tensor) into `ctx`.
+
+    The Python `register_dialect` registers only `torch`, and the CAPI's registry filler hangs
+    when called through ctypes; a pass manager loads its passes' dependent dialects into the
+    context before running, so running torch-mlir's TMTensor conversion on an empty module
+    loads exactly the dialects its output can contain.
+    """
+    enable_torch_mlir_extensions()
+    with ctx, Location.unknown():
+        PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
+            Module.create().operation)
+
+
+@functools.cache
+def _capi_library() -> Any:
+    """The bindings' aggregate CAPI library (the copy already loaded), through ctypes."""
+    import ctypes
+    import glob
+    import os
+
+    libs = sorted(glob.glob(os.path.join(bindings_libs_dir(), "lib*CAPI*.so*")),
+                  key=os.path.getsize)
+    if not libs:
+        raise RuntimeError(f"no CAPI library in {bindings_libs_dir()}")
+    return ctypes.CDLL(libs[-1], mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+
+
 def bindings_libs_dir() -> str:
     """Folder of the bindings' native libraries (`_mlir_libs`: the CAPI `.so`, the `*-opt` tool)."""
     import os
@@ -107,6 +155,7 @@ class dialects:  # noqa: N801 - a namespace, used as `dialects.func`
     scf = scf
     tensor = tensor
     transform = transform
+    ub = ub
     vector = vector
 
 
@@ -128,9 +177,12 @@ __all__ = [
     "bindings_libs_dir",
     "bindings_opt_tool",
     "dialects",
+    "enable_torch_mlir_extensions",
+    "load_torch_dialects",
     "ir",
     "provider_version",
     "rewrite",
+    "torch_decompositions",
     "torch_importer",
     "translate_to_llvmir",
 ]

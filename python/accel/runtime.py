@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -500,7 +501,13 @@ class CompiledFunction:
         storage = self._result_type() if self._result_type is not None else None
         if storage is not None:
             slots[len(args)] = ctypes.addressof(storage)
+        _ASSERTS.failed = None
         self._trampoline(ctypes.addressof(slots))
+        failed = _ASSERTS.failed
+        if failed is not None:
+            # The results are poison on this path: never unpack them.
+            _ASSERTS.failed = None
+            raise RuntimeAssertionError(f"@{sig.name}: runtime assertion failed: {failed}")
         if storage is None:
             return None
         return self._results(storage, keep)
@@ -528,6 +535,8 @@ def fallback_symbol(name: str) -> int:
     """accel's own implementation of a runtime-library symbol compiled code may call, or 0."""
     if name == "memrefCopy":
         return ctypes.cast(_MEMREF_COPY, ctypes.c_void_p).value or 0
+    if name == ASSERT_FAIL_SYMBOL:
+        return ctypes.cast(_ASSERT_FAIL, ctypes.c_void_p).value or 0
     return 0
 
 
@@ -574,3 +583,23 @@ __all__ = [
     "float32_to_bf16_bits",
     "libc_free_address",
 ]
+
+
+# -- runtime assertions ---------------------------------------------------------------------
+#: Called by compiled code for a failed `cf.assert` (see `accel-assert-to-error-return`).
+ASSERT_FAIL_SYMBOL = "__accel_assert_fail"
+
+
+class RuntimeAssertionError(RuntimeError):
+    """A `cf.assert` in compiled code failed (e.g. torch-mlir's checks on input values)."""
+
+
+#: The message of the failed assert of the current call, per thread (calls may run
+#: concurrently: ctypes releases the GIL around them).
+_ASSERTS = threading.local()
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+def _ASSERT_FAIL(message: bytes | None) -> None:  # noqa: N802 - a C symbol's stand-in
+    if getattr(_ASSERTS, "failed", None) is None:  # the first failure is the one to report
+        _ASSERTS.failed = (message or b"").decode(errors="replace")

@@ -34,14 +34,28 @@ import llvmlite.binding as llvm
 
 from accel.backend.llvmir import normalize_llvm_ir
 from accel.diagnostics import AccelError, from_mlir_error, relocate
-from accel.ir import MLIRError, Module, Operation, ir, translate_to_llvmir
+from accel.ir import (
+    MLIRError,
+    Module,
+    Operation,
+    enable_torch_mlir_extensions,
+    ir,
+    load_torch_dialects,
+    translate_to_llvmir,
+)
 from accel.runtime import DTYPES, CompiledFunction, Signature, ValueSpec
 
 # -- pipelines (data) -------------------------------------------------------------------------
 BUFFERIZE: list[str] = [
+    # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
+    "func.func(tm-tensor-bufferize)",
+    # ...which leaves shared `to_buffer`s and non-`restrict` `to_tensor`s One-Shot mishandles.
+    "func.func(accel-prepare-one-shot)",
     # Tensors -> memrefs, across calls too; identity layouts keep argument buffers row-major.
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
     "identity-layout-map unknown-type-conversion=identity-layout-map}",
+    # tm_tensor ops on memrefs -> loops, before deallocation needs their memory effects.
+    "func.func(tm-tensor-to-loops)",
     # Frees every temporary and clones returned arguments: callers own all returned buffers.
     "buffer-deallocation-pipeline",
     # bufferization.clone/dealloc left by the deallocation pipeline -> memref alloc/copy/dealloc.
@@ -57,6 +71,9 @@ LOWER_TO_LLVM: list[str] = [
     "lower-affine",
     # Structured control flow -> blocks and branches, as the LLVM dialect needs.
     "convert-scf-to-cf",
+    # A failed cf.assert reports and returns instead of abort()ing the process (now that
+    # loops are branches, every assert sits in a function body).
+    "accel-assert-to-error-return",
     # math on f16/bf16 runs in f32: no libm calls on types libm lacks.
     "math-extend-to-supported-types{target-type=f32}",
     # bf16 arithmetic runs in f32 too: x86 without AVX512-BF16 has no native bf16 ops.
@@ -179,7 +196,9 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) ->
         if sigs is not None:
             return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opts["opt_level"],
                                              hit.get("mlir_llvm", ""), cache_hit=True)
-    with make_context():
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
         module = _load(text, filename)
         _mark_tensor_args_read_only(module)
         run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename, label="cpu-bufferize")

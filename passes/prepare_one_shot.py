@@ -1,0 +1,96 @@
+"""`accel-prepare-one-shot`: make a partially bufferized function safe for One-Shot Bufferize.
+
+Why: torch-mlir's `tm-tensor-bufferize` (tm_tensor scan, scatter, sort and topk have no
+One-Shot interface) bufferizes those ops alone and leaves two things One-Shot gets wrong:
+
+1. One `bufferization.to_buffer %t` shared by every later user of `%t`. One-Shot reads `%t`
+   only where the `to_buffer` is, so a tensor op between it and a later user may overwrite
+   `%t`'s buffer in place, and the later user reads clobbered data (two sorts sharing an
+   iota index tensor got the other sort's indices). Each user gets its own `to_buffer`
+   right before it (the shared one goes), so every read is where One-Shot sees it.
+2. `bufferization.to_tensor %alloc` without `restrict`, which One-Shot refuses ("not
+   supported by One-Shot Analysis"). A `to_tensor` of a fresh `memref.alloc`/`alloca` that no
+   other `to_tensor` views is exactly what `restrict` promises.
+
+    %b = bufferization.to_buffer %t            %b0 = bufferization.to_buffer %t
+    memref.copy %b, %x                   ->    memref.copy %b0, %x
+    %u = linalg.generic outs(%e) ...           %u = linalg.generic outs(%e) ...
+    memref.copy %b, %y                         %b1 = bufferization.to_buffer %t
+                                               memref.copy %b1, %y
+
+Leaves alone: a `to_buffer` with one user; `to_tensor` of arguments, globals, views, or of a
+buffer that has a second tensor view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel.ir import InsertionPoint, Operation, ir
+from accel.passes.base import FunctionPass, register_pass
+
+_FRESH = ("memref.alloc", "memref.alloca")
+
+
+def _ops_named(func: Operation, name: str) -> list[Operation]:
+    found: list[Operation] = []
+
+    def visit(op: Operation) -> ir.WalkResult:
+        if op.name == name:
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _ancestor_in(op: Operation, block: ir.Block) -> Operation | None:
+    """`op` or the ancestor of `op` that sits directly in `block` (None if outside it)."""
+    current: Operation | None = op
+    while current is not None:
+        if current.block == block:
+            return current
+        parent = current.parent
+        current = parent.operation if parent is not None and \
+            parent.name != "builtin.module" else None
+    return None
+
+
+def _defining_op_name(value: ir.Value) -> str | None:
+    owner = value.owner
+    return owner.name if isinstance(owner, ir.OpView | ir.Operation) else None
+
+
+@register_pass
+@dataclass(frozen=True)
+class PrepareOneShot(FunctionPass):
+    """Gives each to_buffer user its own to_buffer; marks fresh to_tensor views restrict."""
+
+    name = "accel-prepare-one-shot"
+
+    def apply(self, func: Operation) -> None:
+        for to_buffer in _ops_named(func, "bufferization.to_buffer"):
+            self._one_per_user(to_buffer)
+        to_tensors = _ops_named(func, "bufferization.to_tensor")
+        views: dict[ir.Value, int] = {}
+        for op in to_tensors:
+            views[op.operands[0]] = views.get(op.operands[0], 0) + 1
+        for op in to_tensors:
+            buffer = op.operands[0]
+            if _defining_op_name(buffer) in _FRESH and views[buffer] == 1:
+                op.attributes["restrict"] = ir.UnitAttr.get()
+
+    @staticmethod
+    def _one_per_user(to_buffer: Operation) -> None:
+        result = to_buffer.results[0]
+        uses = [(use.owner, use.operand_number) for use in result.uses]
+        if len(uses) < 2:
+            return
+        for owner, index in uses:
+            anchor = _ancestor_in(owner.operation, to_buffer.block)
+            if anchor is None:  # a user outside this block keeps the shared buffer
+                continue
+            clone = to_buffer.clone(InsertionPoint(anchor))
+            owner.operation.operands[index] = clone.results[0]
+        if not list(result.uses):
+            to_buffer.erase()

@@ -1,0 +1,64 @@
+// RUN: accel-opt %s --split-input-file -accel-prepare-one-shot | FileCheck %s
+
+// Each user of a shared to_buffer gets its own, right before it: the read of %t by the
+// second copy happens after the generic, where One-Shot must see it.
+// CHECK-LABEL: func.func @one_to_buffer_per_user
+// CHECK:       %[[B0:.*]] = bufferization.to_buffer %{{.*}} : tensor<4xf32>
+// CHECK-NEXT:  memref.copy %[[B0]], %arg1
+// CHECK:       linalg.fill
+// CHECK-NEXT:  %[[B1:.*]] = bufferization.to_buffer %{{.*}} : tensor<4xf32>
+// CHECK-NEXT:  memref.copy %[[B1]], %arg2
+func.func @one_to_buffer_per_user(%t: tensor<4xf32>, %x: memref<4xf32>, %y: memref<4xf32>) -> tensor<4xf32> {
+  %b = bufferization.to_buffer %t : tensor<4xf32> to memref<4xf32>
+  memref.copy %b, %x : memref<4xf32> to memref<4xf32>
+  %c = arith.constant 1.0 : f32
+  %u = linalg.fill ins(%c : f32) outs(%t : tensor<4xf32>) -> tensor<4xf32>
+  memref.copy %b, %y : memref<4xf32> to memref<4xf32>
+  return %u : tensor<4xf32>
+}
+
+// -----
+
+// Negative: a to_buffer with one user stays where it is.
+// CHECK-LABEL: func.func @single_user
+// CHECK:       bufferization.to_buffer
+// CHECK-NEXT:  arith.constant
+func.func @single_user(%t: tensor<4xf32>, %x: memref<4xf32>) {
+  %b = bufferization.to_buffer %t : tensor<4xf32> to memref<4xf32>
+  %c = arith.constant 1.0 : f32
+  memref.copy %b, %x : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// A tensor view of a fresh allocation is restrict.
+// CHECK-LABEL: func.func @fresh_alloc
+// CHECK:       bufferization.to_tensor %{{.*}} restrict
+func.func @fresh_alloc() -> tensor<4xf32> {
+  %a = memref.alloc() : memref<4xf32>
+  %t = bufferization.to_tensor %a : memref<4xf32> to tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+
+// -----
+
+// Negative: an argument buffer may alias anything, so its view stays unrestricted.
+// CHECK-LABEL: func.func @argument_buffer
+// CHECK-NOT:   restrict
+func.func @argument_buffer(%a: memref<4xf32>) -> tensor<4xf32> {
+  %t = bufferization.to_tensor %a : memref<4xf32> to tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+
+// -----
+
+// Negative: two tensor views of one allocation cannot both be restrict.
+// CHECK-LABEL: func.func @two_views
+// CHECK-NOT:   restrict
+func.func @two_views() -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = memref.alloc() : memref<4xf32>
+  %t = bufferization.to_tensor %a : memref<4xf32> to tensor<4xf32>
+  %u = bufferization.to_tensor %a : memref<4xf32> to tensor<4xf32>
+  return %t, %u : tensor<4xf32>, tensor<4xf32>
+}
