@@ -221,17 +221,20 @@ def _to_torch(value: Any) -> Any:
 
 
 def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the API's name
-            options: dict[str, Any] | None = None) -> CompiledModule:
+            options: dict[str, Any] | None = None, dynamic_shapes: Any = None) -> CompiledModule:
     """Compile a `torch.nn.Module` (or a callable on tensors) for the inputs' shapes/dtypes.
 
     `example_inputs` is a tuple of tensors (numpy arrays are converted). Options: `OPTIONS`.
+    `dynamic_shapes` is `torch.export`'s: dimensions marked with `torch.export.Dim` stay
+    dynamic in the compiled code (any size at call time), the others are fixed.
+    Weights are not copied: the compiled code reads the model's parameters in place.
     Raises `ValueError`/`NotImplementedError` for bad options and `AccelError` when export,
     lowering or compilation fails.
     """
     import torch
 
     from accel.backend.cpu import compile_mlir
-    from accel.frontend import import_torch, model_name
+    from accel.frontend import import_program, model_name
 
     opts = resolve_options(options)
     if not isinstance(example_inputs, tuple | list):
@@ -240,7 +243,9 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     inputs = tuple(torch.from_numpy(x) if isinstance(x, np.ndarray) else x
                    for x in example_inputs)
     func_name = "main"
-    module = import_torch(model, inputs, func_name=func_name)
+    program = import_program(model, inputs, func_name=func_name, dynamic_shapes=dynamic_shapes)
+    module = program.module
     compiled = compile_mlir(module, {"opt_level": opts["opt_level"], "cache": opts["cache"],
-                                     "filename": f"<{model_name(model)}>"})
+                                     "filename": f"<{model_name(model)}>"},
+                            weights=program.weights)
     return CompiledModule(model, compiled, module, func_name, opts)

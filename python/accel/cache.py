@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from accel import weights
 from accel.diagnostics import AccelError
 from accel.runtime import DTYPES, Signature, ValueSpec
 
@@ -229,6 +230,7 @@ def save_artifact(folder: str | os.PathLike[str], compiled: Any, *, entry: str,
     }
     try:
         out.mkdir(parents=True, exist_ok=True)
+        manifest["weights"] = weights.save(out, compiled.weights)
         atomic_write(out / MODULE_LL, ll)
         if model_mlir is not None:
             atomic_write(out / MODEL_MLIR, model_mlir.encode())
@@ -278,7 +280,12 @@ def load(folder: str | os.PathLike[str]) -> Any:
         opt_level = int(manifest["opt_level"])
     except (KeyError, TypeError, ValueError) as err:
         raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err!r})") from None
-    compiled = CompiledMLIR.from_llvm_ir(ll.decode(), signatures, opt_level)
+    files = manifest.get("weights", {})
+    if not isinstance(files, dict):
+        raise AccelError(f"artifact '{root}': malformed {MANIFEST} (weights)")
+    arrays = weights.load_saved(root, files)
+    compiled = CompiledMLIR.from_llvm_ir(ll.decode(), signatures, opt_level, weights=arrays,
+                                         weight_specs={n: a.nbytes for n, a in arrays.items()})
     options = dict(manifest.get("options", {}))
     options["verify_numerics"] = False  # no eager model to compare with
     module = (root / MODEL_MLIR).read_text(encoding="utf-8") \

@@ -16,6 +16,12 @@ or when autograd is asked for (grad mode on and an input requires grad: compiled
 inference only). With `options={"strict_target": True}` an `AccelError` is raised instead
 for a compile failure or an input mutation (dynamo wraps it in `BackendCompilerFailed`).
 
+`stats` counts the graphs the backend compiled (`"compiled"`) and the graphs it handed back
+to run eagerly (`"eager"`) in this process, so a caller can check that accel ran. Dynamo can
+also leave code out of every graph before the backend sees it: it graph-breaks on
+`nn.LSTM`/`nn.GRU`/`nn.RNN` unless `torch._dynamo.config.allow_rnn = True`, and such code runs
+eagerly with no warning and no count here.
+
 Importing this module registers the backend under "accel" with
 `torch._dynamo.register_backend`; the package's `torch_dynamo_backends` entry point lets
 torch find it without the import.
@@ -35,6 +41,9 @@ from accel.api import resolve_options
 from accel.diagnostics import AccelError
 
 BACKEND_NAME = "accel"
+
+#: Graphs compiled by accel / run eagerly by the backend, in this process (see the docstring).
+stats: dict[str, int] = {"compiled": 0, "eager": 0}
 
 #: Fallback reasons already warned about (one warning per distinct reason per process).
 _WARNED: set[str] = set()
@@ -58,6 +67,7 @@ def _concrete(value: Any) -> torch.Tensor | None:
 
 
 def _fallback(gm: torch.fx.GraphModule, reason: str) -> Callable[..., Any]:
+    stats["eager"] += 1
     _warn_once(f"accel backend: running graph eagerly: {reason}")
     return gm.forward
 
@@ -108,6 +118,7 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
         return torch.utils._pytree.tree_unflatten(flat, out_spec)
 
     run.compiled = compiled  # type: ignore[attr-defined] - for inspection/tests
+    stats["compiled"] += 1
     return run
 
 

@@ -12,13 +12,18 @@ one-line message (the op that could not be lowered, or the `torch.export` error)
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from accel.diagnostics import AccelError
 from accel.ir import Module, torch_decompositions, torch_importer
 from accel.pipeline import run_pipeline
+from accel.weights import externalize, make_hooks
 
 #: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
 TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
@@ -134,6 +139,18 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+@dataclass
+class ImportedProgram:
+    """A model as linalg-on-tensors MLIR plus its weights (name -> array; see accel.weights).
+
+    With external weights the module reads each weight from an external `memref.global`
+    named like its key in `weights`; otherwise `weights` is empty and the module holds them.
+    """
+
+    module: Module
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+
+
 def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
                  dynamic_shapes: Any = None, func_name: str = "main") -> Module:
     """Export `model` (an `nn.Module` or a callable) at `example_inputs` to linalg on tensors.
@@ -143,12 +160,22 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
     `dynamic_shapes` is passed to `torch.export.export`. Raises `AccelError` when export,
     import or lowering fails, `TypeError` for a bad `model`/`example_inputs`.
     """
+    return import_program(model, example_inputs, dynamic_shapes=dynamic_shapes,
+                          func_name=func_name, external_weights=False).module
+
+
+def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shapes: Any = None,
+                   func_name: str = "main", external_weights: bool = True) -> ImportedProgram:
+    """`import_torch`, with the weights kept out of the IR when `external_weights` is set."""
     if not isinstance(example_inputs, tuple | list):
         raise TypeError(f"example_inputs must be a tuple of inputs, got "
                         f"{type(example_inputs).__name__}")
     name = model_name(model)
     module = _as_module(model)
+    if module is not model and isinstance(dynamic_shapes, tuple | list):
+        dynamic_shapes = (tuple(dynamic_shapes),)  # the wrapper's one `*args` parameter
     torch_fx, output_type = torch_importer()
+    weights: dict[str, np.ndarray] = {}
     try:
         with warnings.catch_warnings(), _persistent_buffers(module):
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
@@ -156,17 +183,49 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
             imported = torch_fx.export_and_import(
                 module, *example_inputs, output_type=output_type.RAW,
                 dynamic_shapes=dynamic_shapes, func_name=func_name,
-                decomposition_table=decompositions())
+                decomposition_table=decompositions(), hooks=make_hooks(weights))
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
-        raise AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
-                         f"{_first_line(err)}") from err
+        raise _export_error(name, err) from err
     for stage, pipeline in (("torch backend IR", TORCH_TO_BACKEND),
                             ("linalg on tensors", BACKEND_TO_LINALG)):
         try:
             with imported.context:
                 run_pipeline(imported, pipeline, filename=f"<{name}>", label=stage)
         except AccelError as err:
-            err.diagnostics[0].message = f"lowering {name} to {stage} failed: " \
-                                         f"{err.diagnostics[0].message}"
-            raise AccelError(err.diagnostics[0].message, diagnostics=err.diagnostics) from None
-    return imported
+            first = err.diagnostics[0]
+            first.message = f"lowering {name} to {stage} failed: {_summarise(first)}"
+            first.notes = [n for n in first.notes if "see current operation" not in n.message]
+            raise AccelError(first.message, diagnostics=err.diagnostics) from None
+    if not external_weights:
+        return ImportedProgram(imported)
+    with imported.context:
+        used = externalize(imported, weights)
+    return ImportedProgram(imported, used)
+
+
+_TORCH_OPERATOR = re.compile(r'name = "torch\.(?P<op>[\w.]+)"')
+_ILLEGAL = re.compile(r"failed to legalize operation '(?P<op>[\w.]+)'")
+
+
+def _summarise(diag: Any) -> str:
+    """A lowering error as users need it: the unsupported op and where the model uses it,
+    instead of the MLIR op dump torch-mlir's message ends with."""
+    message = diag.message
+    where = f" at {diag.file}:{diag.line}" if diag.file and diag.line else ""
+    illegal = _ILLEGAL.search(message)
+    if illegal:
+        op = illegal.group("op")
+        operator = _TORCH_OPERATOR.search(message)
+        if op == "torch.operator" and operator:
+            op = operator.group("op")
+        op = op.removeprefix("torch.")
+        return f"unsupported op {op}{where}: torch-mlir has no lowering for it"
+    return message.split(": %", 1)[0] + where
+
+
+def _export_error(name: str, err: BaseException) -> AccelError:
+    """torch.export's error summarised in one line, with what to try next."""
+    return AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
+                      f"{_first_line(err)} (hint: accel already uses non-strict export, "
+                      "strict=False; make that code traceable: no data-dependent Python "
+                      "control flow, or mark varying sizes with dynamic_shapes)")

@@ -75,6 +75,13 @@ def torch_importer() -> tuple[Any, Any]:
     return torch_fx, OutputType
 
 
+def fx_importer_module() -> Any:
+    """torch-mlir's FX importer module (`FxImporterHooks`, `create_mlir_tensor_type`, ...)."""
+    from torch_mlir.extras import fx_importer
+
+    return fx_importer
+
+
 def torch_decompositions() -> dict[Any, Any]:
     """torch-mlir's default decomposition table for `torch.export` programs (a copy)."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -178,6 +185,7 @@ __all__ = [
     "bindings_opt_tool",
     "dialects",
     "enable_torch_mlir_extensions",
+    "fx_importer_module",
     "load_torch_dialects",
     "ir",
     "provider_version",

@@ -277,9 +277,10 @@ def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
         elif arr.dtype == np.uint16 or (arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2):
             arr = _dense(arr).view(np.uint16)
         else:
-            raise TypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
+            raise ArgumentDtypeError(f"{where}: expected {spec.describe()}, got dtype "
+                                     f"{arr.dtype}")
     elif arr.dtype != dt.numpy:
-        raise TypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
+        raise ArgumentDtypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
     if arr.ndim != spec.rank:
         raise ValueError(f"{where}: expected {spec.describe()}, got rank {arr.ndim} "
                          f"(shape {arr.shape})")
@@ -583,6 +584,10 @@ __all__ = [
     "float32_to_bf16_bits",
     "libc_free_address",
 ]
+
+
+class ArgumentDtypeError(TypeError, ValueError):
+    """An argument of the wrong dtype: a TypeError, and a ValueError like wrong shapes."""
 
 
 # -- runtime assertions ---------------------------------------------------------------------

@@ -171,7 +171,10 @@ def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
     assert accel.compile(model, (x,)).cache_hit
     fn.save(tmp_path / "mlp")
     assert {p.name for p in (tmp_path / "mlp").iterdir()} == \
-        {cache.MANIFEST, cache.MODULE_LL, cache.MODEL_MLIR}
+        {cache.MANIFEST, cache.MODULE_LL, cache.MODEL_MLIR, "weights"}
+    # Weights are files of their own, not IR text: 2 weights + 2 biases.
+    assert len(list((tmp_path / "mlp" / "weights").glob("*.npy"))) == 4
+    assert "dense_resource" not in (tmp_path / "mlp" / cache.MODEL_MLIR).read_text()
     loaded = accel.load(tmp_path / "mlp")
     with torch.no_grad():
         want = model(x)
@@ -179,3 +182,35 @@ def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
     assert isinstance(got, torch.Tensor)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(loaded(x.numpy()), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_same_architecture_new_weights_reuses_code(tmp_cache: Path) -> None:
+    """The cache key covers the code, not weight values: a retrained model is a cache hit
+    and computes with its own weights."""
+    torch = pytest.importorskip("torch")
+    import accel
+
+    def make(seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh()).eval()
+
+    x = torch.randn(4, 16)
+    first, second = make(1), make(2)
+    assert not accel.compile(first, (x,)).cache_hit
+    fn = accel.compile(second, (x,))
+    assert fn.cache_hit
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), second(x), rtol=1e-4, atol=1e-5)
+        assert not torch.allclose(fn(x), first(x))
+
+
+def test_artifact_with_a_missing_weight_file_is_an_error(tmp_path: Path, tmp_cache: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import accel
+
+    model = torch.nn.Linear(16, 8).eval()
+    accel.compile(model, (torch.randn(2, 16),)).save(tmp_path / "lin")
+    victim = sorted((tmp_path / "lin" / "weights").glob("*.npy"))[0]
+    victim.unlink()
+    with pytest.raises(AccelError, match=r"weight file .* is unreadable"):
+        accel.load(tmp_path / "lin")

@@ -2,7 +2,10 @@
 
 MLP, LeNet-style CNN (batchnorm, max/avg pooling), 2-layer LSTM and GRU (batch_first), and
 tiny GPT-2 / BERT built offline from `transformers` configs with random weights, on
-input_ids of shape (2, 16). Workarounds and known failures: docs/model-zoo.md.
+input_ids of shape (2, 16). The same models also go through
+`torch.compile(model, backend="accel", options={"strict_target": True})`, checked against
+eager and against `accel.dynamo.stats` (accel compiled the graph, none ran eagerly).
+Workarounds: docs/model-zoo.md.
 
 Tolerances: rtol=1e-4, atol=1e-5 everywhere (float32; every reduction here has at most a
 few hundred terms and the transformer stacks are 2 layers deep; observed errors < 1e-6).
@@ -10,11 +13,14 @@ few hundred terms and the transformer stacks are 2 layers deep; observed errors 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import accel
+import accel.dynamo  # registers the "accel" torch.compile backend
 import pytest
 import torch
 import transformers  # the `test` extra installs it: a missing install must fail, not skip
-from accel.diagnostics import AccelError
 
 RTOL, ATOL = 1e-4, 1e-5
 #: The transformer tests compile at opt_level=1: the generated code is identical in
@@ -74,14 +80,18 @@ class Recurrent(torch.nn.Module):
         return self.rnn(x)[0]
 
 
-def test_mlp() -> None:
+def _mlp() -> MLP:
     torch.manual_seed(0)
-    model = MLP().eval()
+    return MLP().eval()
+
+
+def test_mlp() -> None:
+    model = _mlp()
     fn = accel.compile(model, (torch.randn(8, 32),))
     _check(fn, model, torch.randn(8, 32))
 
 
-def test_lenet_with_batchnorm_and_pooling() -> None:
+def _lenet() -> LeNet:
     torch.manual_seed(1)
     model = LeNet()
     with torch.no_grad():  # non-trivial running statistics for the eval-mode batchnorms
@@ -90,7 +100,11 @@ def test_lenet_with_batchnorm_and_pooling() -> None:
             bn.running_var.copy_(torch.rand_like(bn.running_var) + 0.5)
             bn.weight.copy_(torch.rand_like(bn.weight) + 0.5)
             bn.bias.copy_(torch.randn_like(bn.bias) * 0.1)
-    model.eval()
+    return model.eval()
+
+
+def test_lenet_with_batchnorm_and_pooling() -> None:
+    model = _lenet()
     fn = accel.compile(model, (torch.randn(2, 1, 28, 28),))
     _check(fn, model, torch.randn(2, 1, 28, 28))
 
@@ -122,9 +136,18 @@ def _tiny_gpt2() -> transformers.GPT2LMHeadModel:
     return transformers.GPT2LMHeadModel(config).eval()
 
 
+def _tiny_bert() -> transformers.BertModel:
+    torch.manual_seed(4)
+    config = transformers.BertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=128, max_position_embeddings=32, attn_implementation="eager")
+    return transformers.BertModel(config).eval()
+
+
 class GPT2Logits(torch.nn.Module):
-    """input_ids -> logits. `explicit_mask` passes an all-ones attention_mask, which keeps
-    transformers' packed-sequence detection (an `aten.cumsum`) out of the graph."""
+    """input_ids -> logits. `explicit_mask` passes an all-ones attention_mask; without it,
+    transformers' packed-sequence detection (an `aten.cumsum`, i.e. `tm_tensor.scan`) is in
+    the graph."""
 
     def __init__(self, model: torch.nn.Module, *, explicit_mask: bool) -> None:
         super().__init__()
@@ -161,22 +184,20 @@ def test_tiny_gpt2_lm_head() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AccelError,
-                   reason="Dialect `tm_tensor' not found for custom op 'tm_tensor.scan' "
-                          "(aten.cumsum from transformers' packed-sequence detection "
-                          "reaches compile_mlir as TMTensor, which accel does not lower)")
 def test_tiny_gpt2_without_attention_mask() -> None:
-    accel.compile(GPT2Logits(_tiny_gpt2(), explicit_mask=False).eval(), (_input_ids(0),),
-                  options=TRANSFORMER_OPTIONS)
+    model = _tiny_gpt2()
+    wrapped = GPT2Logits(model, explicit_mask=False).eval()
+    fn = accel.compile(wrapped, (_input_ids(0),), options=TRANSFORMER_OPTIONS)
+    ids = _input_ids(1)
+    with torch.no_grad():
+        expected = model(input_ids=ids, use_cache=False).logits
+    assert expected.shape == (BATCH, SEQ, VOCAB)
+    _check(fn, wrapped, ids, expected=expected)
 
 
 @pytest.mark.slow
 def test_tiny_bert() -> None:
-    torch.manual_seed(4)
-    config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=128, max_position_embeddings=32, attn_implementation="eager")
-    model = transformers.BertModel(config).eval()
+    model = _tiny_bert()
     # Non-persistent buffers (torch-mlir issue 4744) are handled inside import_torch.
     assert any(m._non_persistent_buffers_set for m in model.modules())
     wrapped = BertHidden(model).eval()
@@ -188,3 +209,88 @@ def test_tiny_bert() -> None:
         expected = model(input_ids=ids).last_hidden_state
     assert expected.shape == (BATCH, SEQ, 64)
     _check(fn, wrapped, ids, expected=expected)
+
+
+# --- the same models through torch.compile(backend="accel") ----------------------------
+
+
+@pytest.fixture
+def fresh_dynamo() -> Iterator[None]:
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _dynamo_check(model: torch.nn.Module, make_inputs: Callable[[int], tuple[Any, ...]], *,
+                  options: dict[str, Any] | None = None,
+                  select: Callable[[Any], torch.Tensor] = lambda out: out) -> None:
+    """`torch.compile(model, backend="accel")` (strict) on two input sets of one shape vs
+    eager: accel compiles exactly one graph (no graph break, no recompile) and the backend
+    runs nothing eagerly. `select` picks the tensor to compare out of the model's output."""
+    before = dict(accel.dynamo.stats)
+    fast = torch.compile(model, backend="accel",
+                         options={"strict_target": True, **(options or {})})
+    with torch.no_grad():
+        for seed in (0, 1):
+            inputs = make_inputs(seed)
+            got, expected = select(fast(*inputs)), select(model(*inputs))
+            assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+            torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL)
+    stats = accel.dynamo.stats
+    assert (stats["compiled"] - before["compiled"], stats["eager"] - before["eager"]) == (1, 0)
+
+
+def _randn(*shape: int) -> Callable[[int], tuple[torch.Tensor]]:
+    return lambda seed: (torch.randn(*shape, generator=torch.Generator().manual_seed(seed)),)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.parametrize("build, make_inputs", [
+    (_mlp, _randn(8, 32)),
+    (_lenet, _randn(2, 1, 28, 28)),
+], ids=["mlp", "lenet"])
+def test_torch_compile_cnn_and_mlp(build: Callable[[], torch.nn.Module],
+                                   make_inputs: Callable[[int], tuple[Any, ...]]) -> None:
+    _dynamo_check(build(), make_inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.parametrize("cell", [torch.nn.LSTM, torch.nn.GRU], ids=["lstm", "gru"])
+def test_torch_compile_two_layer_rnn(cell: type[torch.nn.RNNBase]) -> None:
+    torch.manual_seed(2)
+    model = Recurrent(cell).eval()
+    # Dynamo graph-breaks on nn.LSTM/GRU/RNN by default: the RNN then runs eagerly without
+    # reaching the backend (no warning, nothing compiled). allow_rnn lets dynamo trace it.
+    with torch._dynamo.config.patch(allow_rnn=True):
+        _dynamo_check(model, _randn(BATCH, 5, 8))
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_torch_compile_rnn_needs_allow_rnn() -> None:
+    """Pins dynamo's default documented in docs/model-zoo.md: without allow_rnn an RNN never
+    reaches the accel backend, even with strict_target."""
+    model = Recurrent(torch.nn.GRU).eval()
+    before = dict(accel.dynamo.stats)
+    fast = torch.compile(model, backend="accel", options={"strict_target": True})
+    x = torch.randn(BATCH, 5, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x))
+    assert accel.dynamo.stats == before
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_torch_compile_tiny_gpt2() -> None:
+    """The plain model call: no attention mask (the cumsum is in the graph) and the default
+    use_cache=True (the KV cache's tensors are extra graph outputs)."""
+    _dynamo_check(_tiny_gpt2(), lambda seed: (_input_ids(seed),), options=TRANSFORMER_OPTIONS,
+                  select=lambda out: out.logits)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_torch_compile_tiny_bert() -> None:
+    _dynamo_check(_tiny_bert(), lambda seed: (_input_ids(seed),), options=TRANSFORMER_OPTIONS,
+                  select=lambda out: out.last_hidden_state)

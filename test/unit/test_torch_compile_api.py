@@ -87,12 +87,29 @@ def test_mlp_numpy_in_numpy_out(mlp) -> None:
         np.testing.assert_allclose(got, model(torch.from_numpy(x)).numpy(), rtol=RTOL, atol=ATOL)
 
 
-def test_weights_stay_dense_resource(mlp) -> None:
-    _, fn = mlp
-    body = fn.module.operation.get_asm(large_elements_limit=16, large_resource_limit=16)
-    assert "dense_resource<" in body
-    assert "linalg.matmul" in body and "dense<[" not in body  # no weights as literals
+def test_weights_are_buffers_not_ir(mlp) -> None:
+    """Weights never become IR text: external globals bound to the parameters' memory."""
+    model, fn = mlp
+    body = str(fn.module)
+    assert "dense_resource" not in body and "dense<[" not in body  # no weight bytes
+    assert "linalg.matmul" in body and "memref.global @accel_w" in body
     assert "= torch." not in body  # no torch dialect ops left
+    # Zero-copy: each bound array is a parameter's own memory.
+    params = {p.data_ptr() for p in model.parameters()}
+    bound = {a.ctypes.data for a in fn.compiled.weights.values()}
+    assert bound and bound <= params
+
+
+def test_import_torch_keeps_weights_inside_the_module() -> None:
+    """The public importer returns a self-contained module (weights as dense_resource)."""
+    model = torch.nn.Linear(8, 4).eval()
+    module = accel.import_torch(model, (torch.randn(2, 8),))
+    assert "dense_resource<" in module.operation.get_asm(large_resource_limit=16)
+    compiled = accel.compile_mlir(module, {"cache": False})
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        np.testing.assert_allclose(compiled.invoke("main", x.numpy()), model(x).numpy(),
+                                   rtol=RTOL, atol=ATOL)
 
 
 def test_cnn_matches_eager(cnn) -> None:
@@ -182,3 +199,52 @@ def test_unsupported_op_names_the_op() -> None:
                        r"'math.absf' op .*complex<f32>") as info:
         accel.compile(spectrum, (torch.randn(8),))
     assert "\n" not in str(info.value)
+
+
+def test_dynamic_batch_dimension() -> None:
+    """A dimension marked with torch.export.Dim stays dynamic: any batch size runs."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    batch = torch.export.Dim("batch")
+    fn = accel.compile(model, (torch.randn(4, 16),), dynamic_shapes=({0: batch},))
+    assert "tensor<?x16xf32>" in str(fn.module)
+    for n in (1, 3, 33):
+        x = torch.randn(n, 16)
+        with torch.no_grad():
+            torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+    with pytest.raises(ValueError, match=r"dimension 1 is 15, expected 16"):
+        fn(torch.randn(3, 15))
+
+
+def test_dynamic_dims_that_must_agree_raise_at_run_time() -> None:
+    """Two inputs sharing one Dim: a mismatch is torch-mlir's assert, raised, not a crash."""
+    n = torch.export.Dim("n")
+    fn = accel.compile(lambda x, y: x + y, (torch.randn(4, 3), torch.randn(4, 3)),
+                       dynamic_shapes=({0: n}, {0: n}))
+    torch.testing.assert_close(fn(torch.ones(5, 3), torch.ones(5, 3)), torch.full((5, 3), 2.0))
+    with pytest.raises(accel.RuntimeAssertionError, match="mismatched size for broadcast"):
+        fn(torch.ones(5, 3), torch.ones(6, 3))
+
+
+def test_wrong_dtype_or_shape_is_a_value_error(mlp) -> None:
+    _, fn = mlp
+    with pytest.raises(ValueError, match="got dtype float64"):
+        fn(torch.randn(4, 64, dtype=torch.float64))
+    with pytest.raises(ValueError, match="got rank 1"):
+        fn(torch.randn(64))
+
+
+class _Bessel(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.special.bessel_j0(x * 2)  # no torch-mlir lowering
+
+
+def test_unsupported_op_names_the_op_and_the_model_line() -> None:
+    with pytest.raises(AccelError) as info:
+        accel.compile(_Bessel(), (torch.randn(4),))
+    message = str(info.value)
+    line = _Bessel.forward.__code__.co_firstlineno + 1
+    assert f"unsupported op aten.special_bessel_j0 at {__file__}:{line}" in message
+    assert "%" not in message and "!torch" not in message  # no MLIR dump
+    first = info.value.diagnostics[0]
+    assert (first.file, first.line) == (__file__, line)

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import ctypes
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from accel.backend.llvmir import normalize_llvm_ir
 from accel.diagnostics import AccelError, from_mlir_error, relocate
@@ -44,6 +46,7 @@ from accel.ir import (
     translate_to_llvmir,
 )
 from accel.runtime import DTYPES, CompiledFunction, Signature, ValueSpec
+from accel.weights import check_bindings
 
 # -- pipelines (data) -------------------------------------------------------------------------
 BUFFERIZE: list[str] = [
@@ -148,13 +151,24 @@ class CompiledMLIR:
     _callables: dict[str, CompiledFunction] = field(repr=False)
     _engine: Any = field(repr=False)  # keeps the machine code alive
     cache_hit: bool = False
+    #: External weights the code reads (name -> array, kept alive here; see accel.weights).
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_llvm_ir(cls, llvm_ir: str, signatures: dict[str, Signature], opt_level: int = 3,
-                     mlir_llvm: str = "", cache_hit: bool = False) -> CompiledMLIR:
-        """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures."""
-        engine, callables = _jit(llvm_ir, signatures, opt_level)
-        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit)
+                     mlir_llvm: str = "", cache_hit: bool = False,
+                     weights: Mapping[str, np.ndarray] | None = None,
+                     weight_specs: Mapping[str, int] | None = None) -> CompiledMLIR:
+        """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures.
+
+        `weight_specs` (name -> byte size) lists the external globals the code reads; each
+        is bound to the array of that name in `weights`.
+        """
+        bound = {name: (weights or {})[name] for name in (weight_specs or {})
+                 if name in (weights or {})}
+        check_bindings(weight_specs or {}, weights or {}, "the compiled code")
+        engine, callables = _jit(llvm_ir, signatures, opt_level, bound)
+        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound)
 
     def __getitem__(self, name: str) -> CompiledFunction:
         fn = self._callables.get(name)
@@ -173,9 +187,12 @@ class CompiledMLIR:
 
 
 # -- compile --------------------------------------------------------------------------------
-def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) -> CompiledMLIR:
+def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
+                 weights: Mapping[str, np.ndarray] | None = None) -> CompiledMLIR:
     """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
 
+    `weights` binds external `memref.global` declarations (no initial value) by name to
+    C-contiguous arrays of their size, which the code then reads in place (accel.weights).
     Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
     an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
     """
@@ -193,14 +210,18 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) ->
             sigs = {s["name"]: cache.signature_from_json(s) for s in hit["signatures"]}
         except (KeyError, TypeError, ValueError):
             sigs = None  # a well-formed entry from a broken writer: rebuild it
-        if sigs is not None:
+        specs = hit.get("weights", {})
+        if sigs is not None and isinstance(specs, dict):
             return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opts["opt_level"],
-                                             hit.get("mlir_llvm", ""), cache_hit=True)
+                                             hit.get("mlir_llvm", ""), cache_hit=True,
+                                             weights=weights, weight_specs=specs)
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
         module = _load(text, filename)
         _mark_tensor_args_read_only(module)
+        weight_specs = _external_globals(module)
+        check_bindings(weight_specs, weights or {}, filename)
         run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename, label="cpu-bufferize")
         signatures = {sig.name: sig for sig in _signatures(module)}
         run_pipeline(module, pipeline_text(LOWER_TO_LLVM), filename=filename,
@@ -211,9 +232,10 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None) ->
             llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
         except MLIRError as err:
             raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
-    compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm)
+    compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
+                                         weights=weights, weight_specs=weight_specs)
     if key is not None:
-        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm,
+        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
                           "signatures": [cache.signature_to_json(s)
                                          for s in signatures.values()]})
     return compiled
@@ -252,6 +274,21 @@ def _is_public_definition(op: Operation) -> bool:
         linkage = str(op.attributes["linkage"]) if "linkage" in op.attributes else ""
         return len(op.regions[0].blocks) > 0 and not re.search(r"private|internal", linkage)
     return False
+
+
+def _external_globals(module: Module) -> dict[str, int]:
+    """`memref.global` declarations (no initial value): name -> byte size."""
+    found = {}
+    for op in _top_level(module):
+        if op.name != "memref.global" or "initial_value" in op.attributes:
+            continue
+        memref = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
+        bits = memref.element_type.width if hasattr(memref.element_type, "width") else 0
+        count = 1
+        for dim in memref.shape:
+            count *= dim
+        found[_symbol(op)] = count * bits // 8
+    return found
 
 
 def _symbol(op: Operation) -> str:
@@ -561,8 +598,13 @@ def _resolve_externals(mod: llvm.ModuleRef) -> None:
         llvm.add_symbol(fn.name, address)
 
 
-def _jit(llvm_ir: str, signatures: dict[str, Signature],
-         opt_level: int) -> tuple[Any, dict[str, CompiledFunction]]:
+#: Binding external weights by name (a process-wide symbol table) and resolving them in
+#: `finalize_object` must not interleave between two compilations.
+_BIND_LOCK = threading.Lock()
+
+
+def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
+         weights: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, CompiledFunction]]:
     mod = _parse_llvm(llvm_ir, "translated LLVM IR")
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):
@@ -578,6 +620,12 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature],
     if helpers:
         mod.link_in(_parse_llvm(helpers, "soft-float helpers"))
     _resolve_externals(mod)
+    for gv in mod.global_variables:
+        if gv.is_declaration and gv.name not in weights and \
+                llvm.address_of_symbol(gv.name) is None:
+            # MCJIT would abort the process on an unresolved symbol.
+            raise AccelError(f"global '{gv.name}' is declared but has no definition and no "
+                             "weight bound to it (pass it in `weights`)")
     tm = _target_machine(opt_level)
     # The optimiser must see the target's layout: struct offsets must match ctypes'.
     mod.triple = llvm.get_process_triple()
@@ -587,7 +635,10 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature],
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+    with _BIND_LOCK:
+        for name, array in weights.items():
+            llvm.add_symbol(name, array.ctypes.data)
+        engine.finalize_object()
     callables = {}
     for name, sig in signatures.items():
         address = 0
