@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from accel import phases
 from accel.diagnostics import AccelError
 from accel.ir import Module, torch_decompositions, torch_importer
 from accel.pipeline import run_pipeline
@@ -177,7 +178,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     torch_fx, output_type = torch_importer()
     weights: dict[str, np.ndarray] = {}
     try:
-        with warnings.catch_warnings(), _persistent_buffers(module):
+        with phases.phase("export"), warnings.catch_warnings(), _persistent_buffers(module):
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             imported = torch_fx.export_and_import(
@@ -186,16 +187,18 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                 decomposition_table=decompositions(), hooks=make_hooks(weights))
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
         raise _export_error(name, err) from err
-    for stage, pipeline in (("torch backend IR", TORCH_TO_BACKEND),
-                            ("linalg on tensors", BACKEND_TO_LINALG)):
+    phases.snapshot("export", imported)
+    for stage, phase_name, pipeline in (("torch backend IR", "torch-backend", TORCH_TO_BACKEND),
+                                        ("linalg on tensors", "linalg", BACKEND_TO_LINALG)):
         try:
-            with imported.context:
+            with phases.phase(phase_name), imported.context:
                 run_pipeline(imported, pipeline, filename=f"<{name}>", label=stage)
         except AccelError as err:
             first = err.diagnostics[0]
             first.message = f"lowering {name} to {stage} failed: {_summarise(first)}"
             first.notes = [n for n in first.notes if "see current operation" not in n.message]
             raise AccelError(first.message, diagnostics=err.diagnostics) from None
+        phases.snapshot(phase_name, imported)
     if not external_weights:
         return ImportedProgram(imported)
     with imported.context:

@@ -34,6 +34,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 
+from accel import phases
 from accel.backend.llvmir import normalize_llvm_ir
 from accel.diagnostics import AccelError, from_mlir_error, relocate
 from accel.ir import (
@@ -77,6 +78,8 @@ LOWER_TO_LLVM: list[str] = [
     # A failed cf.assert reports and returns instead of abort()ing the process (now that
     # loops are branches, every assert sits in a function body).
     "accel-assert-to-error-return",
+    # complex arithmetic (abs, exp, div, ...) -> arith/math on the real and imaginary parts.
+    "convert-complex-to-standard",
     # math on f16/bf16 runs in f32: no libm calls on types libm lacks.
     "math-extend-to-supported-types{target-type=f32}",
     # bf16 arithmetic runs in f32 too: x86 without AVX512-BF16 has no native bf16 ops.
@@ -95,6 +98,8 @@ LOWER_TO_LLVM: list[str] = [
     "convert-vector-to-llvm",
     # The remaining scalar dialects and the functions themselves.
     "convert-arith-to-llvm",
+    # What convert-complex-to-standard keeps (create, re, im, constant) -> LLVM structs.
+    "convert-complex-to-llvm",
     "convert-index-to-llvm",
     "convert-ub-to-llvm",
     "convert-func-to-llvm",
@@ -212,6 +217,9 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
             sigs = None  # a well-formed entry from a broken writer: rebuild it
         specs = hit.get("weights", {})
         if sigs is not None and isinstance(specs, dict):
+            rec = phases.current()
+            if rec is not None:
+                rec.cache_hit = True
             return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opts["opt_level"],
                                              hit.get("mlir_llvm", ""), cache_hit=True,
                                              weights=weights, weight_specs=specs)
@@ -222,16 +230,23 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
         _mark_tensor_args_read_only(module)
         weight_specs = _external_globals(module)
         check_bindings(weight_specs, weights or {}, filename)
-        run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename, label="cpu-bufferize")
+        with phases.phase("bufferize"):
+            run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename,
+                         label="cpu-bufferize")
+        phases.snapshot("bufferize", module)
         signatures = {sig.name: sig for sig in _signatures(module)}
-        run_pipeline(module, pipeline_text(LOWER_TO_LLVM), filename=filename,
-                     label="cpu-lower-to-llvm")
-        _check_all_llvm(module, filename)
+        with phases.phase("llvm-dialect"):
+            run_pipeline(module, pipeline_text(LOWER_TO_LLVM), filename=filename,
+                         label="cpu-lower-to-llvm")
+            _check_all_llvm(module, filename)
         mlir_llvm = str(module)
+        phases.snapshot("llvm-dialect", mlir_llvm)
         try:
-            llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
+            with phases.phase("llvm-ir"):
+                llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
         except MLIRError as err:
             raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
+        phases.snapshot("llvm-ir", llvm_ir, suffix=".ll")
     compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
                                          weights=weights, weight_specs=weight_specs)
     if key is not None:
@@ -605,6 +620,12 @@ _BIND_LOCK = threading.Lock()
 
 def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
          weights: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, CompiledFunction]]:
+    with phases.phase("codegen"):
+        return _jit_unrecorded(llvm_ir, signatures, opt_level, weights)
+
+
+def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
+                    weights: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, CompiledFunction]]:
     mod = _parse_llvm(llvm_ir, "translated LLVM IR")
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):
@@ -634,6 +655,10 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+    rec = phases.current()
+    if rec is not None and rec.want_object:
+        # A host object of the optimised module (the JIT codegens its own copy below).
+        rec.object_code = _target_machine(opt_level).emit_object(mod)
     engine = llvm.create_mcjit_compiler(mod, tm)
     with _BIND_LOCK:
         for name, array in weights.items():
