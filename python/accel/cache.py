@@ -3,8 +3,11 @@
 Compile cache. `compile_mlir` looks every compilation up by a content hash (`cache_key`) of
 the input MLIR text (after import, with locations), the options that change code
 (`opt_level`), the accel, MLIR bindings and llvmlite versions, and the host (triple, CPU
-name and features). A hit skips the whole MLIR pipeline: the entry holds the normalised LLVM
-IR, the LLVM-dialect MLIR and the function signatures, and is only re-optimised and JIT-ed.
+name and features). A hit skips the whole MLIR pipeline and LLVM: the entry holds the
+normalised LLVM IR, the LLVM-dialect MLIR, the function signatures, the external weights'
+sizes and the host object code, which is linked as it is. Weight values are not part of
+the key (the code reads them from buffers bound at load time), so a model with new weights
+reuses the entry.
 Entries live in `cache_dir()`: `$ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/accel`, else
 `~/.cache/accel`. Each is one file `<key>.entry`: a header line
 `ACCEL-CACHE <format> <sha256 of the body>` and a zlib-compressed JSON body. Writes are
@@ -44,6 +47,8 @@ _MAGIC = "ACCEL-CACHE"
 MANIFEST = "manifest.json"
 MODULE_LL = "module.ll"
 MODEL_MLIR = "model.mlir"
+#: The host object code: reused by `load` on the host that built it (same `environment()`).
+MODULE_O = "module.o"
 
 #: Counters for this process: "hit", "miss", "store", "corrupt".
 STATS: Counter[str] = Counter()
@@ -231,6 +236,9 @@ def save_artifact(folder: str | os.PathLike[str], compiled: Any, *, entry: str,
     try:
         out.mkdir(parents=True, exist_ok=True)
         manifest["weights"] = weights.save(out, compiled.weights)
+        if compiled.object_code:
+            atomic_write(out / MODULE_O, compiled.object_code)
+            manifest["files"][MODULE_O] = hashlib.sha256(compiled.object_code).hexdigest()
         atomic_write(out / MODULE_LL, ll)
         if model_mlir is not None:
             atomic_write(out / MODEL_MLIR, model_mlir.encode())
@@ -247,6 +255,22 @@ def _is_json_scalar(v: Any) -> bool:
 def _io_spec(spec: ValueSpec) -> dict[str, Any]:
     dtype = spec.dtype.mlir if spec.dtype else None
     return {"type": spec.type_str, "dtype": dtype, "shape": list(spec.shape)}
+
+
+def _reusable_object(root: Path, manifest: Mapping[str, Any]) -> bytes | None:
+    """The artifact's object code if it was built here (same versions, CPU and features)
+    and is intact; otherwise None and `load` compiles module.ll again."""
+    if manifest.get("versions") != environment():
+        return None
+    try:
+        obj = (root / MODULE_O).read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(obj).hexdigest() != manifest.get("files", {}).get(MODULE_O):
+        log.warning("accel: %s does not match its checksum; compiling %s instead",
+                    root / MODULE_O, MODULE_LL)
+        return None
+    return obj
 
 
 def load(folder: str | os.PathLike[str]) -> Any:
@@ -285,7 +309,8 @@ def load(folder: str | os.PathLike[str]) -> Any:
         raise AccelError(f"artifact '{root}': malformed {MANIFEST} (weights)")
     arrays = weights.load_saved(root, files)
     compiled = CompiledMLIR.from_llvm_ir(ll.decode(), signatures, opt_level, weights=arrays,
-                                         weight_specs={n: a.nbytes for n, a in arrays.items()})
+                                         weight_specs={n: a.nbytes for n, a in arrays.items()},
+                                         object_code=_reusable_object(root, manifest))
     options = dict(manifest.get("options", {}))
     options["verify_numerics"] = False  # no eager model to compare with
     module = (root / MODEL_MLIR).read_text(encoding="utf-8") \

@@ -171,7 +171,7 @@ def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
     assert accel.compile(model, (x,)).cache_hit
     fn.save(tmp_path / "mlp")
     assert {p.name for p in (tmp_path / "mlp").iterdir()} == \
-        {cache.MANIFEST, cache.MODULE_LL, cache.MODEL_MLIR, "weights"}
+        {cache.MANIFEST, cache.MODULE_LL, cache.MODULE_O, cache.MODEL_MLIR, "weights"}
     # Weights are files of their own, not IR text: 2 weights + 2 biases.
     assert len(list((tmp_path / "mlp" / "weights").glob("*.npy"))) == 4
     assert "dense_resource" not in (tmp_path / "mlp" / cache.MODEL_MLIR).read_text()
@@ -214,3 +214,36 @@ def test_artifact_with_a_missing_weight_file_is_an_error(tmp_path: Path, tmp_cac
     victim.unlink()
     with pytest.raises(AccelError, match=r"weight file .* is unreadable"):
         accel.load(tmp_path / "lin")
+
+
+def test_artifact_object_reused_only_on_the_host_that_built_it(tmp_path: Path,
+                                                               tmp_cache: Path) -> None:
+    """module.o is linked as it is where it was built; elsewhere module.ll is compiled."""
+    torch = pytest.importorskip("torch")
+    import accel
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(3, 16)
+    accel.compile(model, (x,)).save(tmp_path / "a")
+    manifest = json.loads((tmp_path / "a" / cache.MANIFEST).read_text())
+    assert cache._reusable_object(tmp_path / "a", manifest) == \
+        (tmp_path / "a" / cache.MODULE_O).read_bytes()
+    manifest["versions"] = {**manifest["versions"], "cpu": "some-other-cpu"}
+    (tmp_path / "a" / cache.MANIFEST).write_text(json.dumps(manifest))
+    assert cache._reusable_object(tmp_path / "a", manifest) is None
+    with torch.no_grad():  # and the IR path still gives the right numbers
+        torch.testing.assert_close(accel.load(tmp_path / "a")(x), model(x), rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_cache_hit_links_the_cached_object(tmp_cache: Path) -> None:
+    """A hit runs neither the MLIR pipeline nor LLVM: the stored object is linked."""
+    source = """func.func @twice(%a: f64) -> f64 {
+      %r = arith.addf %a, %a : f64
+      return %r : f64
+    }"""
+    first = compile_mlir(source)
+    again = compile_mlir(source)
+    assert again.cache_hit and again.object_code == first.object_code
+    assert first.object_code.startswith(b"\x7fELF")
+    assert again.invoke("twice", 1.5) == 3.0

@@ -23,6 +23,7 @@ caller cannot know), so every memref result comes back as a descriptor the calle
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import re
 import threading
@@ -158,13 +159,19 @@ class CompiledMLIR:
     cache_hit: bool = False
     #: External weights the code reads (name -> array, kept alive here; see accel.weights).
     weights: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: The host object file (ELF) the JIT linked: what the cache and artifacts reuse.
+    object_code: bytes = field(default=b"", repr=False)
 
     @classmethod
     def from_llvm_ir(cls, llvm_ir: str, signatures: dict[str, Signature], opt_level: int = 3,
                      mlir_llvm: str = "", cache_hit: bool = False,
                      weights: Mapping[str, np.ndarray] | None = None,
-                     weight_specs: Mapping[str, int] | None = None) -> CompiledMLIR:
+                     weight_specs: Mapping[str, int] | None = None,
+                     object_code: bytes | None = None) -> CompiledMLIR:
         """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures.
+
+        `object_code` is the host object an earlier compilation of this IR produced
+        (`CompiledMLIR.object_code`): given, LLVM neither optimises nor compiles again.
 
         `weight_specs` (name -> byte size) lists the external globals the code reads; each
         is bound to the array of that name in `weights`.
@@ -172,8 +179,8 @@ class CompiledMLIR:
         bound = {name: (weights or {})[name] for name in (weight_specs or {})
                  if name in (weights or {})}
         check_bindings(weight_specs or {}, weights or {}, "the compiled code")
-        engine, callables = _jit(llvm_ir, signatures, opt_level, bound)
-        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound)
+        engine, callables, obj = _jit(llvm_ir, signatures, opt_level, bound, object_code)
+        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound, obj)
 
     def __getitem__(self, name: str) -> CompiledFunction:
         fn = self._callables.get(name)
@@ -220,9 +227,12 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
             rec = phases.current()
             if rec is not None:
                 rec.cache_hit = True
+            obj = hit.get("object")
             return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opts["opt_level"],
                                              hit.get("mlir_llvm", ""), cache_hit=True,
-                                             weights=weights, weight_specs=specs)
+                                             weights=weights, weight_specs=specs,
+                                             object_code=base64.b64decode(obj) if
+                                             isinstance(obj, str) else None)
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
@@ -251,6 +261,7 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
                                          weights=weights, weight_specs=weight_specs)
     if key is not None:
         cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
+                          "object": base64.b64encode(compiled.object_code).decode(),
                           "signatures": [cache.signature_to_json(s)
                                          for s in signatures.values()]})
     return compiled
@@ -619,13 +630,20 @@ _BIND_LOCK = threading.Lock()
 
 
 def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
-         weights: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, CompiledFunction]]:
+         weights: Mapping[str, np.ndarray],
+         object_code: bytes | None = None) -> tuple[Any, dict[str, CompiledFunction], bytes]:
+    """JIT `llvm_ir`; returns the engine, the callables and the host object code.
+
+    With `object_code` (from an earlier `_jit` of the same IR on this host) nothing is
+    optimised or compiled again: the object is loaded and linked as it is.
+    """
     with phases.phase("codegen"):
-        return _jit_unrecorded(llvm_ir, signatures, opt_level, weights)
+        return _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code)
 
 
 def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
-                    weights: Mapping[str, np.ndarray]) -> tuple[Any, dict[str, CompiledFunction]]:
+                    weights: Mapping[str, np.ndarray], object_code: bytes | None
+                    ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
     mod = _parse_llvm(llvm_ir, "translated LLVM IR")
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):
@@ -651,26 +669,39 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     # The optimiser must see the target's layout: struct offsets must match ctypes'.
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
-    if opt_level:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-    rec = phases.current()
-    if rec is not None and rec.want_object:
-        # A host object of the optimised module (the JIT codegens its own copy below).
-        rec.object_code = _target_machine(opt_level).emit_object(mod)
-    engine = llvm.create_mcjit_compiler(mod, tm)
+    emitted: list[bytes] = []
+    if object_code is None:
+        if opt_level:
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        # MCJIT hands each object it compiles to the cache hook: keep it for the next time.
+        engine.set_object_cache(notify_func=lambda _mod, data: emitted.append(bytes(data)))
+    else:
+        # `mod` only served to resolve externals; the code is the cached object's.
+        empty = _parse_llvm("", "empty module")
+        empty.triple, empty.data_layout = mod.triple, mod.data_layout
+        engine = llvm.create_mcjit_compiler(empty, tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        emitted.append(object_code)
     with _BIND_LOCK:
         for name, array in weights.items():
             llvm.add_symbol(name, array.ctypes.data)
         engine.finalize_object()
+    obj = emitted[0] if emitted else b""
+    rec = phases.current()
+    if rec is not None and rec.want_object:
+        rec.object_code = obj
     callables = {}
     for name, sig in signatures.items():
         address = 0
         if name in callable_sigs:
             address = engine.get_function_address(f"__accel_call_{callable_sigs[name]}")
+            if not address:
+                raise AccelError(f"internal error: no code for @{name} in the compiled object")
         callables[name] = CompiledFunction(sig, address)
-    return engine, callables
+    return engine, callables, obj
 
 
 def host_free_address_in_jit() -> int:
