@@ -12,7 +12,9 @@ from `slots` and calls MLIR's C interface `_mlir_ciface_<name>`:
 
 Dtype mapping (MLIR element type -> numpy): f16 float16, f32 float32, f64 float64,
 i1 bool, i8/i16/i32/i64 int8..int64 (signless), ui8..ui64 uint8..uint64, si8..si64
-int8..int64, index int64. **bf16**: numpy has no bfloat16, so bf16 arguments accept float32
+int8..int64, index int64, complex<f32> complex64, complex<f64> complex128 (LLVM's
+{re, im} struct is numpy's complex layout; complex scalars are Python/numpy complex numbers
+or reals). **bf16**: numpy has no bfloat16, so bf16 arguments accept float32
 arrays (rounded to nearest-even bf16; NaNs stay NaN) or uint16 arrays holding the raw bit
 patterns (also any dtype named "bfloat16", e.g. ml_dtypes'); bf16 results come back as
 float32 (exact, every bf16 is a float32).
@@ -70,6 +72,10 @@ class DType:
     def is_int(self) -> bool:
         return self.numpy.kind in "iu" and not self.is_bf16
 
+    @property
+    def is_complex(self) -> bool:
+        return self.numpy.kind == "c"
+
 
 def _dtypes() -> dict[str, DType]:
     table = {
@@ -79,6 +85,11 @@ def _dtypes() -> dict[str, DType]:
         "f64": DType("f64", np.dtype(np.float64), ctypes.c_double, "double"),
         "i1": DType("i1", np.dtype(np.bool_), ctypes.c_bool, "i1"),
         "index": DType("index", np.dtype(np.int64), ctypes.c_int64, "i64"),
+        # An {re, im} pair: ctypes arrays share the LLVM struct's layout and alignment.
+        "complex<f32>": DType("complex<f32>", np.dtype(np.complex64), ctypes.c_float * 2,
+                              "{ float, float }"),
+        "complex<f64>": DType("complex<f64>", np.dtype(np.complex128), ctypes.c_double * 2,
+                              "{ double, double }"),
     }
     for bits in (8, 16, 32, 64):
         signed = np.dtype(f"int{bits}")
@@ -160,6 +171,8 @@ def _scalar_words(dt: DType) -> str:
         return "a bool"
     if dt.is_int:
         return "an int"
+    if dt.is_complex:
+        return "a complex"
     return "a float" + (", rounded to bf16" if dt.is_bf16 else "")
 
 
@@ -345,7 +358,7 @@ def _scalar_packer(spec: ValueSpec, where: str) -> Packer:
     convert = _scalar_converter(dt, spec, where)
 
     def pack(value: Any, keep: list) -> int:
-        cell = dt.ctype(convert(value))
+        cell = dt.ctype(*convert(value)) if dt.is_complex else dt.ctype(convert(value))
         keep.append(cell)
         return ctypes.addressof(cell)
 
@@ -398,6 +411,14 @@ def _scalar_converter(dt: DType, spec: ValueSpec, where: str) -> Callable[[Any],
             raise bad(value)
         return value
 
+    if dt.is_complex:
+        def to_complex(value: Any) -> tuple[float, float]:
+            value = unwrap(value)
+            if not isinstance(value, complex | np.complexfloating):
+                value = check_real(value)
+            c = complex(value)
+            return c.real, c.imag
+        return to_complex
     if dt.mlir == "f16":
         return lambda value: int(np.float16(check_real(value)).view(np.uint16))
     if dt.is_bf16:
@@ -429,6 +450,8 @@ def _scalar_unpacker(spec: ValueSpec) -> Unpacker:
     if dt.is_bf16:
         return lambda raw, owners, inputs: bf16_bits_to_float32(np.uint16(raw))[()]
     scalar = dt.numpy.type
+    if dt.is_complex:
+        return lambda raw, owners, inputs: scalar(complex(raw[0], raw[1]))
     return lambda raw, owners, inputs: scalar(raw)
 
 
@@ -518,7 +541,9 @@ class CompiledFunction:
         owners: dict[int, HeapAllocation] = {}
         if len(self._unpackers) == 1:
             one = self.signature.results[0]
-            raw = storage.value if one.kind == "scalar" else storage
+            # A complex scalar's storage is a ctypes array (no `.value`): the unpacker reads it.
+            raw = storage.value if one.kind == "scalar" and not one.dtype.is_complex \
+                else storage  # type: ignore[union-attr]
             return self._unpackers[0](raw, owners, inputs)
         return tuple(unpack(getattr(storage, f"r{i}"), owners, inputs)
                      for i, unpack in enumerate(self._unpackers))
