@@ -3,11 +3,13 @@
 Why: torch-mlir's `tm-tensor-bufferize` (tm_tensor scan, scatter, sort and topk have no
 One-Shot interface) bufferizes those ops alone and leaves two things One-Shot gets wrong:
 
-1. One `bufferization.to_buffer %t` shared by every later user of `%t`. One-Shot reads `%t`
-   only where the `to_buffer` is, so a tensor op between it and a later user may overwrite
-   `%t`'s buffer in place, and the later user reads clobbered data (two sorts sharing an
-   iota index tensor got the other sort's indices). Each user gets its own `to_buffer`
-   right before it (the shared one goes), so every read is where One-Shot sees it.
+1. `bufferization.to_buffer %t` placed early and shared by the later users of `%t`.
+   One-Shot reads `%t` only where the `to_buffer` is, so a tensor op between it and a user
+   may overwrite `%t`'s buffer in place, and the user reads clobbered data (two sorts
+   sharing an iota index tensor got the other sort's indices; a cumsum's zero-filled init,
+   made from the same `tensor.empty` as its input, zeroed the input first). Each user gets
+   its own `to_buffer` right before it (the early one goes), so every read is where
+   One-Shot sees it.
 2. `bufferization.to_tensor %alloc` without `restrict`, which One-Shot refuses ("not
    supported by One-Shot Analysis"). A `to_tensor` of a fresh `memref.alloc`/`alloca` that no
    other `to_tensor` views is exactly what `restrict` promises.
@@ -18,7 +20,7 @@ One-Shot interface) bufferizes those ops alone and leaves two things One-Shot ge
     memref.copy %b, %y                         %b1 = bufferization.to_buffer %t
                                                memref.copy %b1, %y
 
-Leaves alone: a `to_buffer` with one user; `to_tensor` of arguments, globals, views, or of a
+Leaves alone: `to_tensor` of arguments, globals, views, or of a
 buffer that has a second tensor view.
 """
 
@@ -64,7 +66,7 @@ def _defining_op_name(value: ir.Value) -> str | None:
 @register_pass
 @dataclass(frozen=True)
 class PrepareOneShot(FunctionPass):
-    """Gives each to_buffer user its own to_buffer; marks fresh to_tensor views restrict."""
+    """Gives each to_buffer user its own, just before it; marks fresh to_tensor restrict."""
 
     name = "accel-prepare-one-shot"
 
@@ -84,7 +86,7 @@ class PrepareOneShot(FunctionPass):
     def _one_per_user(to_buffer: Operation) -> None:
         result = to_buffer.results[0]
         uses = [(use.owner, use.operand_number) for use in result.uses]
-        if len(uses) < 2:
+        if not uses:
             return
         for owner, index in uses:
             anchor = _ancestor_in(owner.operation, to_buffer.block)

@@ -39,7 +39,7 @@ def _which(name: str) -> str | None:
     return shutil.which(name, path=config.environment["PATH"])
 
 
-for tool in ("accel-opt", "accel-run"):
+for tool in ("accel-opt", "accel-run", "accel-compile"):
     if _which(tool) is None:
         lit_config.fatal(f"'{tool}' not found: run `make check`, or `pip install -e .[test]`")
 

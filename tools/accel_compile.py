@@ -1,37 +1,74 @@
-"""`accel-compile`: compile a model ahead of time into an artifact folder for `accel.load`.
+"""`accel-compile`: compile a model ahead of time into an artifact folder, SambaFlow style.
 
-    accel-compile model.mlir -o out/ [--entry NAME] [--opt-level N] [--option key=value ...]
-    accel-compile model.py   -o out/ [--entry get_model] [--option verify_numerics=true]
+    accel-compile model.py --pef-name mlp --inference -b 8 -o3      # -> out/mlp/
+    accel-compile model.py --option-json out/mlp/option.json        # the same build again
+    accel-compile add.mlir --output-folder out/add --entry add -o0
+
+The folder holds what `accel.load(folder)` reloads (manifest.json, module.ll, model.mlir,
+weights/), the input IR, the IR after every phase, the host object file, `option.json` (the
+exact settings: `--option-json` reproduces the build) and `compile.log` (per-phase timings).
+docs/accel-compile.md is the user documentation.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
+import json
+import logging
+import re
+import shlex
 import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from accel.cli import exit_with, version_text
 from accel.diagnostics import AccelError
 
 PROG = "accel-compile"
+#: Version of option.json's layout.
+OPTION_JSON_FORMAT = 1
+OPTION_JSON = "option.json"
+COMPILE_LOG = "compile.log"
+INPUT_MLIR = "input.mlir"
+IR_FOLDER = "ir"
+#: Top-level keys of option.json besides "options" (the accel.compile options).
+SETTINGS = ("pef_name", "entry", "batch_size", "inference")
+#: accel options that apply to .mlir input (the rest belong to accel.compile).
+MLIR_OPTIONS = ("target", "opt_level", "cache")
+#: Seconds a compile runs before the progress line appears on a terminal.
+PROGRESS_DELAY = 1.0
 
 DESCRIPTION = """\
-Compile a model for the host CPU and write an artifact folder (manifest.json, module.ll,
-model.mlir) that accel.load(FOLDER) reloads without compiling again.
+Compile a model for the host CPU (arguments after SambaFlow's `compile`) and write an
+artifact folder, by default ./out/<pef-name>: what accel.load(FOLDER) reloads (manifest.json,
+module.ll, model.mlir, weights/), input.mlir, ir/NN-<phase>.mlir|.ll (the IR after each
+phase), <pef-name>.o (the host object), option.json (every setting used: pass it back with
+--option-json to reproduce the build) and compile.log (per-phase timings, versions).
 
 MODEL is either
+  a .py file      defining get_model() (or --entry NAME) that returns
+                  (torch.nn.Module, example_inputs tuple); with -b N it is called as
+                  get_model(batch_size=N). It is compiled with accel.compile at those
+                  inputs' shapes and dtypes. accel compiles inference only: --inference
+                  puts the model in eval mode and compiles under torch.no_grad().
   an .mlir file   (any level from linalg on tensors down to the LLVM dialect; the artifact
-                   calls --entry, by default the only or first callable public function), or
-  a .py file      defining a function (--entry, default get_model) that takes no arguments
-                   and returns (torch.nn.Module, example_inputs tuple); it is compiled with
-                   accel.compile at those inputs' shapes and dtypes.
+                  calls --entry, by default the only or first callable public function).
 
---option key=value sets a compile option (values: true/false, none, ints, else strings);
-for .py models every accel.compile option (docs/python-api.md), for .mlir files opt_level
-and cache. Errors print as `accel-compile: error: ...` or FILE:LINE:COL: error: ... and
-exit 1.
+-o0/-o1/-o3 (default -o3) are LLVM optimisation levels 0, 1 and 3 (--opt-level N for 2).
+--option key=value sets any accel.compile option (values: true/false, none, ints, else
+strings); .mlir input takes only target, opt_level and cache. accel-compile compiles with
+the compile cache off (cache=false) so that every phase runs and its IR is written; pass
+--option cache=true to allow cache hits. Settings given on the command line override those
+from --option-json. Errors print as `accel-compile: error: ...` or FILE:LINE:COL: error: ...
+and exit 1. Documentation: docs/accel-compile.md.
 """
 
 
@@ -44,23 +81,61 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
+    from accel.api import TARGETS
+
     p = _Parser(prog=PROG, description=DESCRIPTION, allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="model.mlir or model.py")
-    p.add_argument("-o", "--output-folder", required=True, metavar="DIR",
-                   help="artifact folder to write (created if missing)")
+    p.add_argument("model", help="model.py or model.mlir")
+    p.add_argument("--pef-name", metavar="NAME",
+                   help="name of the build: the object file NAME.o and the default output "
+                        "folder (default: the model file's name without its suffix)")
+    p.add_argument("--output-folder", metavar="DIR",
+                   help="artifact folder to write, created if missing (default: "
+                        "./out/<pef-name>)")
+    p.add_argument("--inference", action=argparse.BooleanOptionalAction, default=None,
+                   help="compile for inference: model.eval() and torch.no_grad() (.py models)")
+    p.add_argument("-b", "--batch-size", type=int, metavar="N",
+                   help="pass batch_size=N to the model factory (.py models)")
+    levels = p.add_mutually_exclusive_group()
+    for level in (0, 1, 3):
+        levels.add_argument(f"-o{level}", dest="opt_level", action="store_const", const=level,
+                            help=f"LLVM optimisation level {level}"
+                                 + (" (default)" if level == 3 else ""))
+    levels.add_argument("--opt-level", type=int, choices=range(4), metavar="N",
+                        help="LLVM optimisation level 0-3 (-o0/-o1/-o3 are short forms)")
+    p.add_argument("--target", choices=TARGETS,
+                   help="device to compile for (default cpu; rdu and mncore not yet)")
     p.add_argument("--entry", metavar="NAME",
-                   help="function to call (.mlir) or model factory (.py, default get_model)")
-    p.add_argument("--opt-level", type=int, choices=range(4), metavar="N",
-                   help="LLVM optimisation level 0-3 (default 3)")
+                   help="model factory (.py, default get_model) or function to call (.mlir)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a compile option; repeatable")
-    p.add_argument("--version", action="version", version=version_text(PROG))
+                   help="an accel.compile option; repeatable")
+    p.add_argument("--option-json", metavar="FILE",
+                   help="settings from an earlier build's option.json (command-line flags "
+                        "override them)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print each phase with its time as it finishes")
     p.add_argument("--debug", action="store_true",
-                   help="show Python tracebacks for internal errors")
+                   help="--verbose, plus Python tracebacks for errors")
+    p.add_argument("--log-dir", metavar="DIR",
+                   help="also write the warnings of the compile to DIR/<pef-name>.warnings.log")
+    p.add_argument("--version", action="version", version=version_text(PROG))
     return p
 
 
+def check_short_options(argv: list[str]) -> None:
+    """Clear errors for the `-o` spellings that are not optimisation levels."""
+    for arg in argv:
+        if arg == "--":
+            return
+        if arg == "-o" or arg.startswith("-o="):
+            raise AccelError("-o DIR is not an option: use --output-folder DIR (-o0, -o1 and "
+                             "-o3 set the optimisation level)")
+        if re.fullmatch(r"-o\d+", arg) and arg not in ("-o0", "-o1", "-o3"):
+            raise AccelError(f"no optimisation level {arg}: use -o0, -o1, -o3 or "
+                             "--opt-level N (0-3)")
+
+
+# -- settings -------------------------------------------------------------------------------
 def parse_value(text: str) -> Any:
     """`true`/`false` -> bool, `none` -> None, an int literal -> int, else the string."""
     low = text.strip().lower()
@@ -74,8 +149,8 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_options(items: list[str], opt_level: int | None) -> dict[str, Any]:
-    """`--option key=value` items (and `--opt-level`) as an options dict."""
+def parse_options(items: list[str], opt_level: int | None = None) -> dict[str, Any]:
+    """`--option key=value` items (and an optimisation level) as an options dict."""
     options: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -87,56 +162,140 @@ def parse_options(items: list[str], opt_level: int | None) -> dict[str, Any]:
     return options
 
 
-def compile_mlir_file(path: Path, entry: str | None, options: dict[str, Any]) -> Any:
-    """Compile an .mlir file; returns (compiled, entry, options, source text)."""
-    from accel.backend.cpu import compile_mlir
+@dataclass
+class Settings:
+    """Everything that determines a build: what option.json holds."""
 
-    allowed = {"opt_level", "cache"}
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise AccelError(f"option '{unknown[0]}' does not apply to .mlir input (valid: "
-                         f"{', '.join(sorted(allowed))})")
+    pef_name: str
+    entry: str | None = None
+    batch_size: int | None = None
+    inference: bool = False
+    #: accel options, all of them once resolved.
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": OPTION_JSON_FORMAT, "tool": PROG, "pef_name": self.pef_name,
+                "entry": self.entry, "batch_size": self.batch_size,
+                "inference": self.inference, "options": dict(self.options)}
+
+
+def read_option_json(path: Path) -> dict[str, Any]:
+    """The settings in an option.json, checked; keys missing from it are left out."""
     text = _read(path)
     try:
-        compiled = compile_mlir(text, {**options, "filename": str(path)})
-    except ValueError as err:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AccelError(f"invalid JSON: {err.msg}", file=str(path), line=err.lineno,
+                         col=err.colno) from None
+    if not isinstance(data, dict):
+        raise AccelError(f"expected a JSON object, got {type(data).__name__}", file=str(path))
+    known = ("format", "tool", *SETTINGS, "options")
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise AccelError(f"unknown key '{unknown[0]}' (valid: {', '.join(known)})",
+                         file=str(path))
+    if data.get("format", OPTION_JSON_FORMAT) != OPTION_JSON_FORMAT:
+        raise AccelError(f"format {data['format']!r} is not supported (this "
+                         f"accel-compile reads format {OPTION_JSON_FORMAT})", file=str(path))
+    checks: dict[str, tuple[tuple[type, ...], str]] = {
+        "pef_name": ((str,), "a string"), "entry": ((str, type(None)), "a string or null"),
+        "batch_size": ((int, type(None)), "an int or null"), "inference": ((bool,), "a bool"),
+        "options": ((dict,), "an object"),
+    }
+    for key, (types, what) in checks.items():
+        if key not in data:
+            continue
+        value = data[key]
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            raise AccelError(f"'{key}' must be {what}, got {json.dumps(value)}", file=str(path))
+    return {k: data[k] for k in (*SETTINGS, "options") if k in data}
+
+
+def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool) -> Settings:
+    """Defaults, then --option-json, then the command line; options validated."""
+    from accel.api import resolve_options
+
+    base = read_option_json(Path(a.option_json)) if a.option_json else {}
+    flags: dict[str, Any] = {}
+    if a.target is not None:
+        flags["target"] = a.target
+    options = {**base.get("options", {}), **parse_options(a.option, a.opt_level), **flags}
+    options.setdefault("cache", False)  # every phase runs (and leaves its IR) unless asked
+    if is_mlir:
+        if base.get("options"):  # a .py build's option.json: its defaults do not matter here
+            defaults = resolve_options({})
+            options = {k: v for k, v in options.items()
+                       if k in MLIR_OPTIONS or k not in defaults or v != defaults[k]}
+        unknown = sorted(set(options) - set(MLIR_OPTIONS))
+        if unknown:
+            raise AccelError(f"option '{unknown[0]}' does not apply to .mlir input (valid: "
+                             f"{', '.join(sorted(MLIR_OPTIONS))})")
+    try:
+        resolved = resolve_options(options)
+    except (ValueError, NotImplementedError) as err:
         raise AccelError(str(err)) from None
-    callable_fns = [n for n, s in compiled.functions.items() if not s.unsupported]
-    if entry is None:
-        if not callable_fns:
-            raise AccelError(f"{path}: no public function callable from Python")
-        entry = callable_fns[0]
-    elif entry not in compiled.functions:
-        raise AccelError(f"{path}: no public function @{entry}; available: "
-                         f"{', '.join('@' + n for n in compiled.functions) or 'none'}")
-    return compiled, entry, {"opt_level": 3, "cache": True, **options}, text
+    if is_mlir:
+        resolved = {k: resolved[k] for k in MLIR_OPTIONS}
+    pef_name = a.pef_name if a.pef_name is not None else base.get("pef_name", path.stem)
+    if not pef_name or pef_name in (".", "..") or "/" in pef_name or "\\" in pef_name:
+        raise AccelError(f"--pef-name must be a plain file name, got '{pef_name}'")
+    batch_size = a.batch_size if a.batch_size is not None else base.get("batch_size")
+    if batch_size is not None and batch_size < 1:
+        raise AccelError(f"--batch-size must be at least 1, got {batch_size}")
+    if batch_size is not None and is_mlir:
+        raise AccelError("-b/--batch-size applies to .py models only (an .mlir file has "
+                         "fixed shapes)")
+    inference = a.inference if a.inference is not None else base.get("inference", False)
+    entry = a.entry if a.entry is not None else base.get("entry")
+    return Settings(pef_name, entry, batch_size, bool(inference), resolved)
 
 
-def load_model_file(path: Path, factory: str) -> tuple[Any, tuple[Any, ...]]:
-    """Import `path` and call its `factory()`; returns (model, example_inputs)."""
+# -- models ---------------------------------------------------------------------------------
+def _takes_batch_size(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or (
+        p.name == "batch_size" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in params)
+
+
+def load_model_file(path: Path, factory: str,
+                    batch_size: int | None = None) -> tuple[Any, tuple[Any, ...]]:
+    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs)."""
     _read(path)  # a clear error for a missing/unreadable file
     spec = importlib.util.spec_from_file_location(f"_accel_model_{path.stem}", path)
     if spec is None or spec.loader is None:
-        raise AccelError(f"{path}: cannot be imported as a Python module")
+        raise AccelError("cannot be imported as a Python module", file=str(path))
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
         fn = getattr(module, factory, None)
         if not callable(fn):
-            raise AccelError(f"{path}: defines no function {factory}() returning "
-                             "(model, example_inputs)")
-        result = fn()
+            raise AccelError(f"defines no function {factory}() returning "
+                             "(model, example_inputs)", file=str(path))
+        if batch_size is None:
+            result = fn()
+        elif _takes_batch_size(fn):
+            result = fn(batch_size=batch_size)
+        else:
+            raise AccelError(f"-b/--batch-size needs {factory}() to take a batch_size "
+                             f"keyword argument, e.g. def {factory}(batch_size=1)",
+                             file=str(path))
     except AccelError:
         raise
     except Exception as err:  # noqa: BLE001 - user code: report it in one line
-        raise AccelError(f"{path}: {factory}() failed: {type(err).__name__}: {err}") from None
+        raise AccelError(f"{factory}() failed: {type(err).__name__}: {err}",
+                         file=str(path)) from None
     finally:
-        sys.path.remove(str(path.resolve().parent))
+        sys.path.remove(folder)
     if not (isinstance(result, tuple | list) and len(result) == 2
             and isinstance(result[1], tuple | list)):
-        raise AccelError(f"{path}: {factory}() must return (model, example_inputs tuple), got "
-                         f"{type(result).__name__}")
+        raise AccelError(f"{factory}() must return (model, example_inputs tuple), got "
+                         f"{type(result).__name__}", file=str(path))
     return result[0], tuple(result[1])
 
 
@@ -145,34 +304,311 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AccelError(f"no such file: '{path}'") from None
+    except IsADirectoryError:
+        raise AccelError(f"'{path}' is a directory, not a file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise AccelError(f"could not read '{path}': {err}") from None
 
 
+# -- progress -------------------------------------------------------------------------------
+class Progress:
+    """Shows what the compile is doing on `stream`.
+
+    Verbose: one line per finished phase with its time. Live (a terminal): once the compile
+    has run `delay` seconds, a line `[accel-compile] PHASE ... 3.2s` redrawn in place until it
+    ends, then erased. Neither: silent.
+    """
+
+    def __init__(self, stream: TextIO, *, verbose: bool = False, live: bool | None = None,
+                 delay: float = PROGRESS_DELAY, interval: float = 0.1):
+        self.stream = stream
+        self.verbose = verbose
+        if live is None:
+            isatty = getattr(stream, "isatty", None)
+            live = bool(isatty and isatty())
+        self.live = live
+        self.delay = delay
+        self.interval = interval
+        self.rec: Any = None
+        self.current = "starting"
+        self._printed = 0
+        self._shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = time.perf_counter()
+
+    def __enter__(self) -> Progress:
+        self._start = time.perf_counter()
+        if self.live:
+            self._thread = threading.Thread(target=self._run, name="accel-compile-progress",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+        with self._lock:
+            self._erase()
+
+    def phase_start(self, name: str) -> None:
+        """`on_phase_start` callback; also for steps outside the compiler (loading the model)."""
+        self.flush()
+        self.current = name
+
+    def flush(self) -> None:
+        """Print the phases that finished since the last call (verbose only)."""
+        phases = self.rec.phases if self.rec is not None else []
+        new, self._printed = phases[self._printed:], len(phases)
+        if self.verbose:
+            for p in new:
+                self.say(f"{p.name} {p.seconds:.3f}s")
+
+    def say(self, text: str) -> None:
+        """One `[accel-compile] text` line (the live line is redrawn after it)."""
+        with self._lock:
+            self._erase()
+            print(f"[{PROG}] {text}", file=self.stream, flush=True)
+
+    def _erase(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            elapsed = time.perf_counter() - self._start
+            if elapsed < self.delay:
+                continue
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self.stream.write(f"\r[{PROG}] {self.current} ... {elapsed:.1f}s\x1b[K")
+                self.stream.flush()
+                self._shown = True
+
+
+# -- warnings -------------------------------------------------------------------------------
+class _Collect(logging.Handler):
+    def __init__(self, sink: list[str]):
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(f"{record.name}: {record.getMessage()}")
+
+
+@contextmanager
+def collecting_warnings(sink: list[str]) -> Iterator[None]:
+    """Python warnings and accel's logged warnings inside the block, appended to `sink`."""
+    handler = _Collect(sink)
+    logger = logging.getLogger("accel")
+    logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                yield
+            finally:
+                sink.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+    finally:
+        logger.removeHandler(handler)
+
+
+# -- compile --------------------------------------------------------------------------------
+@dataclass
+class Build:
+    """What one compile produced, before it is written out."""
+
+    compiled: Any  # CompiledMLIR
+    entry: str
+    input_ir: str | None
+    model_mlir: str | None
+    rec: Any  # accel.phases.Recorder
+    seconds: float
+    model_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> Build:
+    import accel
+    from accel import phases
+
+    start = time.perf_counter()
+    factory = s.entry or "get_model"
+    progress.phase_start(f"{factory}()")
+    model, inputs = load_model_file(path, factory, s.batch_size)
+    model_seconds = time.perf_counter() - start
+    if progress.verbose:
+        progress.say(f"{factory}() {model_seconds:.3f}s")
+    grad: Any = nullcontext()
+    if s.inference:
+        import torch
+
+        if callable(getattr(model, "eval", None)):
+            model.eval()
+        grad = torch.no_grad()
+    elif getattr(model, "training", False):
+        message = ("the model is in training mode: accel compiles the forward pass for "
+                   "inference only (no backward pass, no optimizer), with dropout and batch "
+                   "norm as in training; pass --inference to compile it in eval mode")
+        sink.append(message)
+    with phases.recording(keep_ir=True, want_object=True,
+                          on_phase_start=progress.phase_start) as rec:
+        progress.rec = rec
+        with grad:
+            try:
+                compiled = accel.compile(model, inputs, options=s.options)
+            except (ValueError, NotImplementedError, TypeError) as err:
+                raise AccelError(str(err)) from None
+    s.entry = factory
+    first = next((p.ir for p in rec.phases if p.ir is not None), None)
+    return Build(compiled.compiled, compiled.func_name, first,
+                 None if compiled.module is None else str(compiled.module), rec,
+                 time.perf_counter() - start, model_seconds)
+
+
+def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
+    from accel import phases
+    from accel.backend.cpu import compile_mlir
+
+    start = time.perf_counter()
+    text = _read(path)
+    options = {"opt_level": s.options["opt_level"], "cache": s.options["cache"],
+               "filename": str(path)}
+    with phases.recording(keep_ir=True, want_object=True,
+                          on_phase_start=progress.phase_start) as rec:
+        progress.rec = rec
+        try:
+            compiled = compile_mlir(text, options)
+        except ValueError as err:
+            raise AccelError(str(err)) from None
+    callable_fns = [n for n, sig in compiled.functions.items() if not sig.unsupported]
+    entry = s.entry
+    if entry is None:
+        if not callable_fns:
+            raise AccelError("no public function callable from Python", file=str(path))
+        entry = callable_fns[0]
+    elif entry not in compiled.functions:
+        raise AccelError(f"no public function @{entry}; available: "
+                         f"{', '.join('@' + n for n in compiled.functions) or 'none'}",
+                         file=str(path))
+    s.entry = entry
+    return Build(compiled, entry, text, text, rec, time.perf_counter() - start)
+
+
+# -- artifact -------------------------------------------------------------------------------
+def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
+    """The artifact folder: accel.load's files, then the IR, object, option.json and log."""
+    from accel.cache import atomic_write, save_artifact
+
+    save_artifact(out, b.compiled, entry=b.entry, options=s.options, model_mlir=b.model_mlir)
+    ir_dir = out / IR_FOLDER
+    written: list[tuple[Any, str | None]] = []
+    try:
+        if ir_dir.is_dir():  # IR of an earlier build into this folder would mislead
+            for old in ir_dir.iterdir():
+                if re.fullmatch(r"\d\d-[\w.-]+\.(mlir|ll)", old.name):
+                    old.unlink()
+        if b.input_ir is not None:
+            atomic_write(out / INPUT_MLIR, b.input_ir.encode())
+        for index, p in enumerate(b.rec.phases, 1):
+            name = None
+            if p.ir is not None:
+                name = f"{IR_FOLDER}/{index:02d}-{p.name}{p.ir_suffix}"
+                atomic_write(out / name, p.ir.encode())
+            written.append((p, name))
+        obj = b.rec.object_code or getattr(b.compiled, "object_code", None) or None
+        if obj:
+            atomic_write(out / f"{s.pef_name}.o", bytes(obj))
+        atomic_write(out / OPTION_JSON,
+                     (json.dumps(s.to_json(), indent=2) + "\n").encode())
+        atomic_write(out / COMPILE_LOG,
+                     compile_log(s, b, written, command, model, bool(obj)).encode())
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+
+
+def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
+                command: list[str], model: Path, has_object: bool) -> str:
+    """compile.log: versions, the command, one line per phase, cache hit, total, warnings."""
+    import platform
+
+    from accel.cache import environment
+
+    env = environment()
+    lines = [
+        f"{PROG} compile log",
+        f"versions: accel {env.get('accel')}, MLIR bindings {env.get('bindings')}, llvmlite "
+        f"{env.get('llvmlite')}, Python {platform.python_version()}",
+        f"host: {env.get('triple')} {env.get('cpu')}",
+        f"command: {shlex.join([PROG, *command])}",
+        f"model: {model}",
+        f"entry: {b.entry}",
+        "options: " + " ".join(f"{k}={json.dumps(v)}" for k, v in s.options.items()),
+    ]
+    if b.model_seconds:
+        lines.append(f"phase {s.entry}() {b.model_seconds:.3f}s (model factory)")
+    for p, name in written:
+        lines.append(f"phase {p.name} {p.seconds:.3f}s" + (f" -> {name}" if name else ""))
+    hit = bool(b.rec.cache_hit or getattr(b.compiled, "cache_hit", False))
+    lines.append("cache hit: " + ("yes (the MLIR phases did not run: no IR for them)" if hit
+                                  else "no"))
+    if has_object:
+        lines.append(f"object: {s.pef_name}.o")
+    lines.append(f"total {b.seconds:.3f}s")
+    lines += [f"warning: {w}" for w in b.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def write_warnings_log(log_dir: Path, pef_name: str, found: list[str]) -> Path:
+    """DIR/<pef-name>.warnings.log: one warning per line (empty when there were none)."""
+    from accel.cache import atomic_write
+
+    target = log_dir / f"{pef_name}.warnings.log"
+    try:
+        atomic_write(target, "".join(f"warning: {w}\n" for w in found).encode())
+    except OSError as err:
+        raise AccelError(f"could not write log folder '{log_dir}': {err}") from None
+    return target
+
+
 def main(argv: list[str]) -> int:
     """Parse `argv`, compile MODEL, write the artifact folder; 0 on success."""
+    check_short_options(argv)
     a = build_parser().parse_args(argv)
     path = Path(a.model)
-    options = parse_options(a.option, a.opt_level)
-    out = Path(a.output_folder)
-    if path.suffix == ".py":
-        import accel
-
-        model, inputs = load_model_file(path, a.entry or "get_model")
-        try:
-            compiled = accel.compile(model, inputs, options=options)
-        except (ValueError, NotImplementedError, TypeError) as err:
-            raise AccelError(str(err)) from None
-        compiled.save(out)
-        entry = compiled.func_name
-    elif path.suffix == ".mlir":
-        from accel.cache import save_artifact
-
-        compiled, entry, opts, text = compile_mlir_file(path, a.entry, options)
-        save_artifact(out, compiled, entry=entry, options=opts, model_mlir=text)
-    else:
-        raise AccelError(f"MODEL must be a .mlir or .py file, got '{path}'")
-    print(f"{PROG}: wrote {out} (entry @{entry})", file=sys.stderr)
+    if path.suffix not in (".py", ".mlir"):
+        raise AccelError(f"MODEL must be a .py or .mlir file, got '{path}'")
+    _read(path)
+    s = resolve_settings(a, path, path.suffix == ".mlir")
+    out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
+    verbose = a.verbose or a.debug
+    found: list[str] = []
+    try:
+        with collecting_warnings(found), Progress(sys.stderr, verbose=verbose) as progress:
+            if verbose:
+                progress.say(f"compiling {path} -> {out} (" + " ".join(
+                    f"{k}={json.dumps(v)}" for k, v in s.options.items()) + ")")
+            if path.suffix == ".py":
+                build = compile_py(path, s, progress, found)
+            else:
+                build = compile_mlir_file(path, s, progress)
+    finally:
+        for w in found:
+            print(f"{PROG}: warning: {w}", file=sys.stderr)
+        if a.log_dir:
+            write_warnings_log(Path(a.log_dir), s.pef_name, found)
+    build.warnings = found
+    write_artifact(out, s, build, argv, path)
+    if verbose:
+        total = f"{build.seconds:.3f}s" + (", cache hit" if build.rec.cache_hit else "")
+        print(f"[{PROG}] total {total}", file=sys.stderr)
+    print(f"{PROG}: wrote {out} (entry @{build.entry})", file=sys.stderr)
     return 0
 
 

@@ -19,14 +19,31 @@ func.func @one_to_buffer_per_user(%t: tensor<4xf32>, %x: memref<4xf32>, %y: memr
 
 // -----
 
-// Negative: a to_buffer with one user stays where it is.
-// CHECK-LABEL: func.func @single_user
-// CHECK:       bufferization.to_buffer
-// CHECK-NEXT:  arith.constant
-func.func @single_user(%t: tensor<4xf32>, %x: memref<4xf32>) {
+// A single user gets the to_buffer moved right before it: the fill of the init (made from
+// the same tensor.empty as %t) must not be allowed to overwrite %t before the copy reads it.
+// CHECK-LABEL: func.func @single_user_moves_down
+// CHECK:       linalg.fill
+// CHECK:       linalg.fill
+// CHECK-NEXT:  %[[B:.*]] = bufferization.to_buffer
+// CHECK-NEXT:  memref.copy %[[B]], %arg0
+func.func @single_user_moves_down(%x: memref<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %t = linalg.fill ins(%one : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   %b = bufferization.to_buffer %t : tensor<4xf32> to memref<4xf32>
-  %c = arith.constant 1.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   memref.copy %b, %x : memref<4xf32> to memref<4xf32>
+  return %init : tensor<4xf32>
+}
+
+// -----
+
+// Negative: a to_buffer nobody uses is left alone.
+// CHECK-LABEL: func.func @unused
+// CHECK:       bufferization.to_buffer
+func.func @unused(%t: tensor<4xf32>) {
+  %b = bufferization.to_buffer %t : tensor<4xf32> to memref<4xf32>
   return
 }
 

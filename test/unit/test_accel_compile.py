@@ -1,11 +1,14 @@
 """`accel-compile`, run as `python -m accel.tools.accel_compile` (works before installing).
 
-Error cases run in-process through `accel.cli.run_main` (what the console script calls) to
-stay fast. Each run gets its own `ACCEL_CACHE_DIR` (a temporary folder), never the user's.
+Most cases run in-process through `accel.cli.run_main` (what the console script calls) to
+stay fast; a few run the module as a subprocess. Each run gets its own `ACCEL_CACHE_DIR` (a
+temporary folder), never the user's.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import sys
@@ -43,11 +46,48 @@ def broken():
     raise RuntimeError("no weights here")
 """
 
+#: A factory taking -b/--batch-size, returning a model in training mode (dropout).
+BATCHED_PY = """\
+import torch
 
-def accel_compile(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+
+def get_model(batch_size=2):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Dropout(0.5), torch.nn.ReLU())
+    return model, (torch.randn(batch_size, 6),)
+"""
+
+PHASES = ("export", "torch-backend", "linalg", "bufferize", "llvm-dialect", "llvm-ir")
+
+
+def accel_compile(tmp_path: Path, *args: str, cwd: Path | None = None
+                  ) -> subprocess.CompletedProcess:
     env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_path / "cache")}
     return subprocess.run([sys.executable, "-m", "accel.tools.accel_compile", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120, cwd=cwd)
+
+
+@pytest.fixture
+def run_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]):
+    """`run_tool(*args) -> (exit status, stderr)`: in-process, in `tmp_path`, inputs there."""
+    from accel.cli import run_main
+    from accel.tools.accel_compile import main
+
+    (tmp_path / "add.mlir").write_text(ADD)
+    (tmp_path / "add.txt").write_text(ADD)
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    (tmp_path / "batched.py").write_text(BATCHED_PY)
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "argv", ["accel-compile"])
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        rc = run_main(main, [a.format(dir=tmp_path) for a in args])
+        return rc, capsys.readouterr().err
+
+    return run
 
 
 def one_error_line(r: subprocess.CompletedProcess) -> str:
@@ -58,31 +98,77 @@ def one_error_line(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_mlir_file(tmp_path: Path) -> None:
+def option_json(folder: Path) -> dict:
+    return json.loads((folder / "option.json").read_text())
+
+
+def test_mlir_file(tmp_path: Path, run_tool) -> None:
     import accel
 
-    src = tmp_path / "add.mlir"
-    src.write_text(ADD)
-    r = accel_compile(tmp_path, str(src), "-o", str(tmp_path / "a"), "--entry", "neg",
-                      "--opt-level", "2", "--option", "cache=false")
-    assert r.returncode == 0, r.stderr
-    assert not (tmp_path / "cache").exists()  # cache=false honoured
-    fn = accel.load(tmp_path / "a")
+    rc, err = run_tool("add.mlir", "--output-folder", "a", "--entry", "neg", "--opt-level", "2")
+    assert rc == 0, err
+    assert err == "accel-compile: wrote a (entry @neg)\n"  # no progress output off a terminal
+    assert not (tmp_path / "cache").exists()  # accel-compile compiles with cache=false
+    out = tmp_path / "a"
+    fn = accel.load(out)
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(fn(x), -x)
     np.testing.assert_array_equal(fn.compiled.invoke("add", x, x), 2 * x)  # all functions kept
-    r = accel_compile(tmp_path, str(src), "--output-folder", str(tmp_path / "b"))
-    assert r.returncode == 0 and "entry @add" in r.stderr
+    assert (out / "input.mlir").read_text() == ADD
+    assert sorted(p.name for p in (out / "ir").iterdir()) == [
+        "01-bufferize.mlir", "02-llvm-dialect.mlir", "03-llvm-ir.ll"]
+    assert (out / "add.o").read_bytes().startswith(b"\x7fELF")
+    assert option_json(out) == {
+        "format": 1, "tool": "accel-compile", "pef_name": "add", "entry": "neg",
+        "batch_size": None, "inference": False,
+        "options": {"target": "cpu", "opt_level": 2, "cache": False}}
+    rc, err = run_tool("add.mlir", "--target", "cpu")
+    assert rc == 0 and err == "accel-compile: wrote out/add (entry @add)\n", err
+    assert (tmp_path / "out" / "add" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize(("flag", "level"), [("-o0", 0), ("-o1", 1), ("-o3", 3), (None, 3)])
+def test_optimisation_levels(tmp_path: Path, run_tool, flag: str | None, level: int) -> None:
+    rc, err = run_tool("add.mlir", "--output-folder", "a", *([flag] if flag else []))
+    assert rc == 0, err
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["opt_level"] == level
+    assert option_json(tmp_path / "a")["options"]["opt_level"] == level
 
 
 def test_model_py(tmp_path: Path) -> None:
+    """The whole artifact folder of a .py model, by the real command, in ./out/<pef-name>."""
     torch = pytest.importorskip("torch")
     import accel
 
-    src = tmp_path / "model.py"
-    src.write_text(MODEL_PY)
-    r = accel_compile(tmp_path, str(src), "-o", str(tmp_path / "m"))
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    r = accel_compile(tmp_path, "model.py", "--pef-name", "mlp", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    assert r.stderr == "accel-compile: wrote out/mlp (entry @main)\n"
+    out = tmp_path / "out" / "mlp"
+    names = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    expected = {"manifest.json", "module.ll", "model.mlir", "input.mlir", "mlp.o",
+                "option.json", "compile.log",
+                *(f"ir/{i:02d}-{name}{'.ll' if name == 'llvm-ir' else '.mlir'}"
+                  for i, name in enumerate(PHASES, 1))}
+    assert expected <= names, sorted(names)
+    assert any(n.startswith("weights/") for n in names)
+    assert (out / "mlp.o").read_bytes().startswith(b"\x7fELF")
+    assert "!torch.vtensor" in (out / "input.mlir").read_text()  # the imported module
+    assert "llvm.func" in (out / "ir" / "05-llvm-dialect.mlir").read_text()
+    assert "define " in (out / "ir" / "06-llvm-ir.ll").read_text()
+    settings = option_json(out)
+    assert settings["pef_name"] == "mlp" and settings["entry"] == "get_model"
+    assert settings["batch_size"] is None and settings["inference"] is False
+    from accel.api import OPTIONS
+    assert set(settings["options"]) == set(OPTIONS)  # every option, defaults included
+    assert settings["options"]["cache"] is False and settings["options"]["opt_level"] == 3
+    log = (out / "compile.log").read_text()
+    for name in PHASES + ("codegen",):
+        assert f"\nphase {name} " in log, log
+    assert "phase get_model() " in log and "\ncache hit: no\n" in log
+    assert "\ntotal " in log and "versions: accel " in log and "llvmlite" in log
+
     sys.path.insert(0, str(tmp_path))
     try:
         import model as user_model  # type: ignore[import-not-found]
@@ -92,54 +178,194 @@ def test_model_py(tmp_path: Path) -> None:
     module, (x,) = user_model.get_model()
     with torch.no_grad():
         want = module(x)
-    torch.testing.assert_close(accel.load(tmp_path / "m")(x), want, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(accel.load(out)(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_option_json_reproduces(tmp_path: Path, run_tool) -> None:
+    """-b, --inference, -o1 recorded in option.json; --option-json builds the same again,
+    and flags given with it override it."""
+    torch = pytest.importorskip("torch")
+    import accel
+
+    rc, err = run_tool("batched.py", "--pef-name", "b5", "-b", "5", "--inference", "-o1",
+                       "--output-folder", "first")
+    assert rc == 0, err
+    assert "warning" not in err  # --inference: eval mode, no training-mode warning
+    first = option_json(tmp_path / "first")
+    assert (first["pef_name"], first["batch_size"], first["inference"]) == ("b5", 5, True)
+    assert first["options"]["opt_level"] == 1
+    manifest = json.loads((tmp_path / "first" / "manifest.json").read_text())
+    assert manifest["inputs"][0]["shape"] == [5, 6]
+
+    rc, err = run_tool("batched.py", "--option-json", "first/option.json",
+                       "--output-folder", "again")
+    assert rc == 0, err
+    assert option_json(tmp_path / "again") == first
+    assert (tmp_path / "again" / "module.ll").read_text() == \
+        (tmp_path / "first" / "module.ll").read_text()
+    assert (tmp_path / "again" / "b5.o").is_file()
+
+    rc, err = run_tool("batched.py", "--option-json", "first/option.json", "-o0", "-b", "2",
+                       "--output-folder", "over")
+    assert rc == 0, err
+    over = option_json(tmp_path / "over")
+    assert over["options"]["opt_level"] == 0 and over["batch_size"] == 2
+    assert over["inference"] is True and over["pef_name"] == "b5"
+
+    model, (x,) = _batched_model(tmp_path, 5)
+    model.eval()
+    with torch.no_grad():
+        want = model(x)
+    torch.testing.assert_close(accel.load(tmp_path / "again")(x), want, rtol=1e-4, atol=1e-5)
+
+
+def _batched_model(tmp_path: Path, batch_size: int):
+    namespace: dict = {}
+    exec(compile(BATCHED_PY, str(tmp_path / "batched.py"), "exec"), namespace)  # noqa: S102
+    return namespace["get_model"](batch_size=batch_size)
+
+
+def test_training_mode_warning_and_log_dir(tmp_path: Path, run_tool) -> None:
+    """Without --inference a training-mode model compiles with a warning, which also goes
+    to compile.log and, with --log-dir, to DIR/<pef-name>.warnings.log."""
+    rc, err = run_tool("batched.py", "--log-dir", "logs", "--no-inference")
+    assert rc == 0, err
+    assert "accel-compile: warning: the model is in training mode" in err
+    assert "--inference" in err
+    log = (tmp_path / "logs" / "batched.warnings.log").read_text()
+    assert log.startswith("warning: the model is in training mode")
+    assert "warning: the model is in training mode" in \
+        (tmp_path / "out" / "batched" / "compile.log").read_text()
+    rc, err = run_tool("add.mlir", "--log-dir", "logs")
+    assert rc == 0, err
+    assert (tmp_path / "logs" / "add.warnings.log").read_text() == ""  # no warnings
+
+
+def test_verbose(run_tool) -> None:
+    rc, err = run_tool("add.mlir", "-v", "--output-folder", "a")
+    assert rc == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith("[accel-compile] compiling add.mlir -> a (")
+    for name in ("bufferize", "llvm-dialect", "llvm-ir", "codegen"):
+        assert any(line.startswith(f"[accel-compile] {name} ") for line in lines), err
+    assert lines[-1] == "accel-compile: wrote a (entry @add)"
+    rc, debug_err = run_tool("add.mlir", "--debug", "--output-folder", "a")
+    assert rc == 0 and "[accel-compile] codegen " in debug_err
+
+
+def test_cache_opt_in(tmp_path: Path, run_tool) -> None:
+    """--option cache=true: the second build is a cache hit, with no MLIR phases' IR."""
+    for _ in range(2):
+        rc, err = run_tool("add.mlir", "--option", "cache=true", "--output-folder", "a")
+        assert rc == 0, err
+    assert "cache hit: yes" in (tmp_path / "a" / "compile.log").read_text()
+    assert not list((tmp_path / "a" / "ir").iterdir())  # the first build's IR is removed
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_display() -> None:
+    import time
+
+    from accel.tools.accel_compile import Progress
+
+    term = _Terminal()
+    with Progress(term, delay=0.0, interval=0.01) as progress:
+        progress.phase_start("codegen")
+        time.sleep(0.1)
+    text = term.getvalue()
+    assert "\r[accel-compile] codegen ... " in text and text.endswith("\r\x1b[K")
+    quiet = _Terminal()
+    with Progress(quiet, delay=5.0, interval=0.01) as progress:  # a fast compile: nothing
+        progress.phase_start("codegen")
+        time.sleep(0.05)
+    assert quiet.getvalue() == ""
+    piped = io.StringIO()  # not a terminal: nothing
+    with Progress(piped, delay=0.0, interval=0.01) as progress:
+        progress.phase_start("codegen")
+        time.sleep(0.05)
+    assert piped.getvalue() == ""
 
 
 def test_help_and_version(tmp_path: Path) -> None:
     r = accel_compile(tmp_path, "--help")
     assert r.returncode == 0 and "get_model" in r.stdout and "--output-folder" in r.stdout
+    for flag in ("--pef-name", "--inference", "--batch-size", "-o0", "-o1", "-o3", "--verbose",
+                 "--debug", "--log-dir", "--target", "--option-json"):
+        assert flag in r.stdout, flag
     r = accel_compile(tmp_path, "--version")
     assert r.returncode == 0 and r.stdout.startswith("accel-compile (accel ")
 
 
 @pytest.mark.parametrize(("args", "message"), [
     ((), "accel-compile: error: the following arguments are required"),
-    (("missing.mlir", "-o", "x"), "accel-compile: error: no such file: 'missing.mlir'"),
-    (("{dir}/add.txt", "-o", "x"), "accel-compile: error: MODEL must be a .mlir or .py"),
-    (("{dir}/add.mlir", "-o", "x", "--entry", "nope"), "no public function @nope"),
-    (("{dir}/add.mlir", "-o", "x", "--option", "verify_numerics=true"),
+    (("missing.mlir", "--output-folder", "x"),
+     "accel-compile: error: no such file: 'missing.mlir'"),
+    (("add.txt", "--output-folder", "x"), "accel-compile: error: MODEL must be a .py or .mlir"),
+    (("add.mlir", "--output-folder", "x", "--entry", "nope"), "no public function @nope"),
+    (("add.mlir", "--output-folder", "x", "--option", "verify_numerics=true"),
      "option 'verify_numerics' does not apply to .mlir input"),
-    (("{dir}/add.mlir", "-o", "x", "--option", "oops"), "--option expects KEY=VALUE"),
-    (("{dir}/add.mlir", "-o", "x", "--opt-level", "7"), "argument --opt-level: invalid choice"),
-    (("{dir}/model.py", "-o", "x", "--option", "opt_level=9"),
+    (("add.mlir", "--output-folder", "x", "--option", "oops"), "--option expects KEY=VALUE"),
+    (("add.mlir", "--output-folder", "x", "--opt-level", "7"),
+     "argument --opt-level: invalid choice"),
+    (("add.mlir", "-o", "x"), "-o DIR is not an option: use --output-folder DIR"),
+    (("add.mlir", "--output-folder", "x", "-o2"), "no optimisation level -o2"),
+    (("add.mlir", "--output-folder", "x", "-o0", "-o1"),
+     "argument -o1: not allowed with argument -o0"),
+    (("add.mlir", "--output-folder", "x", "-b", "4"), "-b/--batch-size applies to .py models"),
+    (("add.mlir", "--output-folder", "x", "--target", "rdu"),
+     "option 'target' is not supported yet with value 'rdu'"),
+    (("model.py", "--output-folder", "x", "--target", "mncore"),
+     "option 'target' is not supported yet with value 'mncore'"),
+    (("model.py", "--output-folder", "x", "--target", "gpu"), "argument --target: invalid choice"),
+    (("model.py", "--output-folder", "x", "-b", "4"),
+     "-b/--batch-size needs get_model() to take a batch_size keyword argument"),
+    (("batched.py", "--output-folder", "x", "-b", "0"), "--batch-size must be at least 1"),
+    (("model.py", "--output-folder", "x", "--pef-name", "a/b"),
+     "--pef-name must be a plain file name"),
+    (("model.py", "--output-folder", "x", "--option", "opt_level=9"),
      "option 'opt_level' must be an int from 0 to 3"),
-    (("{dir}/model.py", "-o", "x", "--option", "bogus=1"), "unknown option 'bogus'"),
-    (("{dir}/model.py", "-o", "x", "--entry", "broken"),
+    (("model.py", "--output-folder", "x", "--option", "bogus=1"), "unknown option 'bogus'"),
+    (("model.py", "--output-folder", "x", "--entry", "broken"),
      "broken() failed: RuntimeError: no weights here"),
-    (("{dir}/model.py", "-o", "x", "--entry", "absent"), "defines no function absent()"),
+    (("model.py", "--output-folder", "x", "--entry", "absent"), "defines no function absent()"),
+    (("model.py", "--output-folder", "x", "--option-json", "nope.json"),
+     "no such file: 'nope.json'"),
 ])
-def test_errors(tmp_path: Path, args: tuple[str, ...], message: str,
-                monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from accel.cli import run_main
-    from accel.tools.accel_compile import main
-
-    (tmp_path / "add.mlir").write_text(ADD)
-    (tmp_path / "add.txt").write_text(ADD)
-    (tmp_path / "model.py").write_text(MODEL_PY)
-    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys, "argv", ["accel-compile"])
-    monkeypatch.chdir(tmp_path)
-    rc = run_main(main, [a.format(dir=tmp_path) for a in args])
-    err = capsys.readouterr().err
+def test_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: str) -> None:
+    rc, err = run_tool(*args)
     line = one_error_line(subprocess.CompletedProcess(args, rc, "", err))
     assert message in line
+    assert not (tmp_path / "x").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"options": {"opt_level": 1,}}',
+     "{dir}/o.json:1:29: error: invalid JSON: Expecting property name"),
+    ("[1, 2]", "o.json: error: expected a JSON object, got list"),
+    ('{"pef_name": "p", "bogus": 1}', "o.json: error: unknown key 'bogus' (valid: "),
+    ('{"format": 2}', "o.json: error: format 2 is not supported"),
+    ('{"batch_size": "8"}', "o.json: error: 'batch_size' must be an int or null, got \"8\""),
+    ('{"inference": 1}', "o.json: error: 'inference' must be a bool, got 1"),
+    ('{"options": {"bogus": 1}}', "unknown option 'bogus'"),
+    ('{"options": {"opt_level": "3"}}', "option 'opt_level' must be int, got str '3'"),
+])
+def test_bad_option_json(tmp_path: Path, run_tool, content: str, message: str) -> None:
+    (tmp_path / "o.json").write_text(content)
+    rc, err = run_tool("model.py",
+                       "--option-json", str(tmp_path / "o.json"), "--output-folder", "x")
+    line = one_error_line(subprocess.CompletedProcess([], rc, "", err))
+    assert message.format(dir=tmp_path) in line
     assert not (tmp_path / "x").exists()
 
 
 def test_located_ir_error(tmp_path: Path) -> None:
     src = tmp_path / "bad.mlir"
     src.write_text("func.func @f() {\n  %x = arith.constant 1 : i32\n  return %y : i32\n}\n")
-    r = accel_compile(tmp_path, str(src), "-o", str(tmp_path / "out"))
+    r = accel_compile(tmp_path, str(src), "--output-folder", str(tmp_path / "out"))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"{src}:3:"), r.stderr
     assert not (tmp_path / "out").exists()
