@@ -134,12 +134,15 @@ class CompiledModule:
     """
 
     def __init__(self, model: Any, compiled: Any, module: Any, func_name: str,
-                 options: dict[str, Any]):
+                 options: dict[str, Any], mutations: tuple[Any, ...] = ()):
         self.model = model
         self.compiled = compiled
         self.module = module
         self.func_name = func_name
         self.options = MappingProxyType(dict(options))
+        #: In-place updates of buffers/inputs (accel.frontend.Mutation): the code returns
+        #: their new values first, and each call writes them back, as eager PyTorch does.
+        self.mutations = tuple(mutations)
         self._fn = compiled[func_name]
 
     def __repr__(self) -> str:
@@ -154,6 +157,9 @@ class CompiledModule:
         """Write an artifact folder (manifest.json, module.ll, model.mlir); returns its Path."""
         from accel.cache import save_artifact
 
+        if self.mutations:
+            raise NotImplementedError("saving a model that updates its buffers or inputs in "
+                                      "place is not supported yet")
         mlir = None if self.module is None else str(self.module)
         return save_artifact(folder, self.compiled, entry=self.func_name,
                              options=dict(self.options), model_mlir=mlir)
@@ -163,28 +169,68 @@ class CompiledModule:
 
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
         arrays = [_to_numpy(a) for a in args]
+        eager_state = self._eager_state(args) if self.options["verify_numerics"] else None
         results = self._fn(*arrays)
         outputs = list(results) if isinstance(results, tuple) else [results]
-        if self.options["verify_numerics"]:
-            self._verify(args, outputs)
+        specs = list(self.compiled.functions[self.func_name].results)
+        if self.mutations:
+            count = len(self.mutations)
+            self._write_back(args, outputs[:count])
+            outputs, specs = outputs[count:], specs[count:]
+        if eager_state is not None:
+            self._verify(eager_state, outputs)
         if as_torch:
-            outputs = [_to_torch(o) for o in outputs]
+            outputs = [_to_torch(o, spec) for o, spec in zip(outputs, specs, strict=True)]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _verify(self, args: tuple[Any, ...], outputs: list[Any]) -> None:
+    def _write_back(self, args: tuple[Any, ...], values: list[Any]) -> None:
+        """Store each mutated buffer's/input's new value where eager PyTorch would."""
         import torch
 
-        inputs = [a if isinstance(a, torch.Tensor) else torch.from_numpy(np.asarray(a))
-                  for a in args]
+        for mutation, value in zip(self.mutations, values, strict=True):
+            if mutation.kind == "buffer":
+                target = self.model.get_buffer(mutation.target)
+            else:
+                target = args[int(mutation.target)]
+            if isinstance(target, torch.Tensor):
+                with torch.no_grad():
+                    target.copy_(torch.from_numpy(np.asarray(value)))
+            else:
+                np.copyto(target, value)
+
+    def _eager_state(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Inputs (and buffers, if the model updates them) for the eager reference run,
+        copied before the compiled call changes them."""
+        import torch
+
+        inputs = tuple(a.clone() if isinstance(a, torch.Tensor) else
+                       torch.from_numpy(np.array(a)) for a in args)
+        buffers = None
+        if any(m.kind == "buffer" for m in self.mutations):
+            buffers = {k: v.clone() for k, v in self.model.named_buffers()}
+        return inputs, buffers
+
+    def _verify(self, state: tuple[Any, ...], outputs: list[Any]) -> None:
+        import torch
+
+        inputs, buffers = state
         with torch.no_grad():
-            expected = self.model(*inputs)
+            if buffers is None:
+                expected = self.model(*inputs)
+            else:  # on copies: the compiled call has updated the real buffers already
+                params = dict(self.model.named_parameters())
+                expected = torch.func.functional_call(self.model, {**params, **buffers},
+                                                      inputs)
         flat = list(expected) if isinstance(expected, tuple | list) else [expected]
         if len(flat) != len(outputs):
             raise AccelError(f"verify_numerics: the compiled model returned {len(outputs)} "
                              f"outputs, eager PyTorch {len(flat)}")
         for i, (want, got) in enumerate(zip(flat, outputs, strict=True)):
-            want_np = want.detach().cpu().numpy() if isinstance(want, torch.Tensor) \
-                else np.asarray(want)
+            if isinstance(want, torch.Tensor):
+                want = want.detach().cpu()
+                want_np = (want.float() if want.dtype == torch.bfloat16 else want).numpy()
+            else:
+                want_np = np.asarray(want)
             got_np = np.asarray(got)
             if want_np.shape != got_np.shape:
                 raise AccelError(f"verify_numerics: output {i} has shape {got_np.shape}, "
@@ -207,17 +253,25 @@ def _to_numpy(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().resolve_conj().resolve_neg().numpy()
+        value = value.detach().cpu().resolve_conj().resolve_neg()
+        if value.dtype == torch.bfloat16:  # numpy has none: the runtime takes the bits
+            return value.view(torch.uint16).numpy()
+        return value.numpy()
     return value
 
 
-def _to_torch(value: Any) -> Any:
-    """A numpy result as a tensor sharing its memory (read-only arrays are copied)."""
+def _to_torch(value: Any, spec: Any = None) -> Any:
+    """A numpy result as a tensor sharing its memory (read-only arrays are copied); bf16
+    results (float32 arrays holding exact bf16 values) become bf16 tensors again."""
     import torch
 
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(value if value.flags.writeable else value.copy())
-    return torch.as_tensor(value)
+        out = torch.from_numpy(value if value.flags.writeable else value.copy())
+    else:
+        out = torch.as_tensor(value)
+    if spec is not None and spec.dtype is not None and spec.dtype.is_bf16:
+        out = out.to(torch.bfloat16)
+    return out
 
 
 def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the API's name
@@ -248,4 +302,4 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     compiled = compile_mlir(module, {"opt_level": opts["opt_level"], "cache": opts["cache"],
                                      "filename": f"<{model_name(model)}>"},
                             weights=program.weights)
-    return CompiledModule(model, compiled, module, func_name, opts)
+    return CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))

@@ -84,16 +84,28 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+@dataclass(frozen=True)
+class Mutation:
+    """An in-place update the model makes: a buffer (`target` its qualified name) or a user
+    input (`target` its position). torch.export returns the new value as an extra output,
+    before the model's own outputs; the caller writes it back."""
+
+    kind: str  # "buffer" | "input"
+    target: str
+
+
 @dataclass
 class ImportedProgram:
     """A model as linalg-on-tensors MLIR plus its weights (name -> array; see accel.weights).
 
     With external weights the module reads each weight from an external `memref.global`
     named like its key in `weights`; otherwise `weights` is empty and the module holds them.
+    The function's first `len(mutations)` results are the new values of `mutations`.
     """
 
     module: Module
     weights: dict[str, np.ndarray] = field(default_factory=dict)
+    mutations: list[Mutation] = field(default_factory=list)
 
 
 def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
@@ -119,16 +131,24 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     module = _as_module(model)
     if module is not model and isinstance(dynamic_shapes, tuple | list):
         dynamic_shapes = (tuple(dynamic_shapes),)  # the wrapper's one `*args` parameter
+    import torch
+
     torch_fx, output_type = torch_importer()
     weights: dict[str, np.ndarray] = {}
     try:
         with phases.phase("export"), warnings.catch_warnings(), _persistent_buffers(module):
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            exported = torch.export.export(module, tuple(example_inputs),
+                                           dynamic_shapes=dynamic_shapes, strict=False)
+            # Decomposing also functionalises: in-place updates become extra outputs.
+            exported = exported.run_decompositions(decompositions())
+            mutations = _mutations(exported)
+            mutated = frozenset(module.get_buffer(m.target).data_ptr() for m in mutations
+                                if m.kind == "buffer")
             imported = torch_fx.export_and_import(
-                module, *example_inputs, output_type=output_type.RAW,
-                dynamic_shapes=dynamic_shapes, func_name=func_name,
-                decomposition_table=decompositions(), hooks=make_hooks(weights))
+                exported, output_type=output_type.RAW, func_name=func_name,
+                decomposition_table={}, hooks=make_hooks(weights, mutated))
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
         raise _export_error(name, err) from err
     phases.snapshot("export", imported)
@@ -144,10 +164,51 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
             raise AccelError(first.message, diagnostics=err.diagnostics) from None
         phases.snapshot(phase_name, imported)
     if not external_weights:
-        return ImportedProgram(imported)
+        return ImportedProgram(imported, mutations=mutations)
     with imported.context:
         used = externalize(imported, weights)
-    return ImportedProgram(imported, used)
+    _check_mutated_buffers_shared(module, mutations, used, name)
+    return ImportedProgram(imported, used, mutations)
+
+
+def _mutations(exported: Any) -> list[Mutation]:
+    """The in-place updates torch.export turned into leading extra outputs, in order."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    user_inputs = [spec.arg.name for spec in exported.graph_signature.input_specs
+                   if spec.kind == InputKind.USER_INPUT]
+    found = []
+    for spec in exported.graph_signature.output_specs:
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            found.append(Mutation("buffer", spec.target))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            found.append(Mutation("input", str(user_inputs.index(spec.target))))
+        elif spec.kind != OutputKind.USER_OUTPUT:
+            raise AccelError(f"torch.export output of kind {spec.kind.name} ({spec.target}) "
+                             "is not supported yet (inference models only)")
+    return found
+
+
+def _check_mutated_buffers_shared(module: Any, mutations: list[Mutation],
+                                  weights: dict[str, np.ndarray], name: str) -> None:
+    """The code reads each mutated buffer through its bound array: they must be one memory,
+    or writing the update back into the buffer would not reach the next call."""
+    import torch
+
+    for m in mutations:
+        if m.kind != "buffer":
+            continue
+        buffer = module.get_buffer(m.target).detach()
+        shared = False
+        if buffer.device.type == "cpu" and buffer.dtype != torch.bool:
+            view = buffer.view(torch.uint16) if buffer.dtype == torch.bfloat16 else buffer
+            memory = view.numpy()
+            shared = any(np.shares_memory(memory, a) for a in weights.values())
+        if not shared:
+            raise NotImplementedError(
+                f"{name} updates buffer '{m.target}' ({buffer.dtype}, "
+                f"{'contiguous' if buffer.is_contiguous() else 'strided'}) in place; accel "
+                "supports in-place updates only of contiguous non-bool CPU buffers")
 
 
 _TORCH_OPERATOR = re.compile(r'name = "torch\.(?P<op>[\w.]+)"')

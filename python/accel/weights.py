@@ -50,8 +50,12 @@ def _as_array(tensor: Any) -> np.ndarray | None:
         return None
 
 
-def make_hooks(weights: dict[str, np.ndarray]) -> Any:
-    """FX importer hooks that make tensor literals zero-copy, named blobs kept in `weights`."""
+def make_hooks(weights: dict[str, np.ndarray], always: frozenset[int] = frozenset()) -> Any:
+    """FX importer hooks that make tensor literals zero-copy, named blobs kept in `weights`.
+
+    Tensors of one element stay the importer's inline constants, except those whose
+    `data_ptr()` is in `always` (buffers the model updates in place must be buffers).
+    """
     fx = fx_importer_module()
 
     class WeightHooks(fx.FxImporterHooks):
@@ -61,7 +65,9 @@ def make_hooks(weights: dict[str, np.ndarray]) -> Any:
         def resolve_literal(self, gni: Any, literal: Any, info: Any) -> Any:
             import torch
 
-            if not isinstance(literal, torch.Tensor) or literal.numel() <= 1:
+            if not isinstance(literal, torch.Tensor) or literal.numel() == 0:
+                return None
+            if literal.numel() == 1 and literal.data_ptr() not in always:
                 return None  # scalars: the importer's splat constants are better
             key = (literal.data_ptr(), str(literal.dtype), tuple(literal.shape))
             attr = self.by_tensor.get(key)

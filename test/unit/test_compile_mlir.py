@@ -586,3 +586,12 @@ def test_options_are_checked() -> None:
         compile_mlir("", {"O3": True})
     with pytest.raises(ValueError, match="'opt_level' must be an int from 0 to 3"):
         compile_mlir("", {"opt_level": 4})
+
+
+def test_single_complex_scalar_result() -> None:
+    """C returns a complex struct through a pointer, like a memref descriptor."""
+    mod = compile_mlir("""func.func @sq(%a: complex<f64>) -> complex<f64> {
+      %r = complex.mul %a, %a : complex<f64>
+      return %r : complex<f64>
+    }""", {"cache": False})
+    assert mod.invoke("sq", 1 + 2j) == (1 + 2j) ** 2

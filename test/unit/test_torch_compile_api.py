@@ -248,3 +248,45 @@ def test_unsupported_op_names_the_op_and_the_model_line() -> None:
     assert "%" not in message and "!torch" not in message  # no MLIR dump
     first = info.value.diagnostics[0]
     assert (first.file, first.line) == (__file__, line)
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.total.add_(x)
+        return self.total * 2
+
+
+def test_buffer_updated_in_place_as_in_eager() -> None:
+    """torch.export returns the new buffer value as an extra output: accel writes it back
+    and returns only the model's outputs, call after call."""
+    compiled_model, eager_model = _Counter(), _Counter()
+    fn = accel.compile(compiled_model, (torch.ones(4),), options={"verify_numerics": True})
+    assert fn.mutations and torch.equal(compiled_model.total, torch.zeros(4))
+    for step in range(3):
+        x = torch.full((4,), float(step + 1))
+        got, want = fn(x), eager_model(x)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        torch.testing.assert_close(compiled_model.total, eager_model.total, rtol=0, atol=0)
+    with pytest.raises(NotImplementedError, match="updates its buffers or inputs in place"):
+        fn.save("unused")
+
+
+def test_input_updated_in_place_as_in_eager() -> None:
+    def double_then_add(x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x + 1
+
+    fn = accel.compile(double_then_add, (torch.ones(3),))
+    x, y = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    torch.testing.assert_close(fn(x), double_then_add(y))
+    torch.testing.assert_close(x, y)
+
+
+def test_unsupported_in_place_update_is_a_clear_error() -> None:
+    """BatchNorm in training mode bumps a 0-d counter that torch-mlir folds away."""
+    with pytest.raises(NotImplementedError, match="updates buffer 'num_batches_tracked'"):
+        accel.compile(torch.nn.BatchNorm1d(4).train(), (torch.randn(8, 4),))

@@ -360,7 +360,9 @@ def _func_signature(op: Operation) -> Signature:
     name = _symbol(op)
     ftype = ir.TypeAttr(op.attributes["function_type"]).value
     inputs, results = list(ftype.inputs), list(ftype.results)
-    by_pointer = len(results) > 1 or (len(results) == 1 and isinstance(results[0], ir.MemRefType))
+    # C returns a struct (memref descriptor, complex) through a pointer argument.
+    by_pointer = len(results) > 1 or (len(results) == 1 and isinstance(
+        results[0], ir.MemRefType | ir.ComplexType))
     try:
         args = tuple(_value_spec(t) for t in inputs)
         res = tuple(_value_spec(t) for t in results)
