@@ -57,6 +57,217 @@ def _gelu_tanh(x: Any, approximate: str = "none") -> Any:
     return decomposition_table[torch.ops.aten.gelu.default](x, approximate=approximate)
 
 
+# -- 8-bit integers ------------------------------------------------------------------------
+def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = None) -> Any:
+    """A decomposition computing `op` on int8/uint8 tensors in int32, then cast back.
+
+    torch-mlir's convert-torch-to-linalg crashes (SIGSEGV) or fails ("for conversion to byte
+    or char type dstOriginalDtype has to be passed to convertScalarToDtype") on some ops with
+    an si8/ui8 result: it converts a scalar (a Python operand, a reduction's initial value) to
+    the 8-bit type without the original dtype such a conversion needs. int32 arithmetic and
+    the truncating cast back wrap around modulo 2^8 exactly as eager's 8-bit arithmetic does
+    (sums and products, matmuls included; floor division overflows only at -128 // -1, where
+    both give -128). Other dtypes are left alone (`NotImplemented`), and so are calls whose
+    second operand is a tensor when `scalar_other` is set, or whose rounding mode is not
+    `rounding` when that is given.
+    """
+    import torch
+
+    narrow = (torch.int8, torch.uint8)
+
+    def decomposition(*args: Any, **kwargs: Any) -> Any:
+        if rounding is not None and kwargs.get("rounding_mode") != rounding:
+            return NotImplemented
+        if scalar_other and isinstance(args[1], torch.Tensor):
+            return NotImplemented
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        dtype = torch.result_type(args[0], args[1]) if len(args) > 1 else args[0].dtype
+        if dtype not in narrow or any(t.dtype not in (dtype, torch.bool) for t in tensors):
+            return NotImplemented
+        wide = [a.to(torch.int32) if isinstance(a, torch.Tensor) else a for a in args]
+        return op(*wide, **kwargs).to(dtype)
+
+    return decomposition
+
+
+def _clamp_uint8(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
+    """clamp of a uint8 tensor by tensor bounds as min(max(x, lo), hi): torch-mlir's
+    aten.clamp.Tensor compares ui8 values as signed (clamp(200, 100, 110) gives 100)."""
+    import torch
+
+    if x.dtype != torch.uint8:
+        return NotImplemented
+    if min is not None:
+        x = torch.maximum(x, min)
+    if max is not None:
+        x = torch.minimum(x, max)
+    return x
+
+
+def _first(*decompositions: Any) -> Any:
+    """The first of `decompositions` that does not return `NotImplemented` (for ops that
+    more than one fix concerns, e.g. int8 and complex `aten.sub`)."""
+
+    def decomposition(*args: Any, **kwargs: Any) -> Any:
+        for decompose in decompositions:
+            result = decompose(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return NotImplemented
+
+    return decomposition
+
+
+# -- complex -------------------------------------------------------------------------------
+# torch-mlir lowers complex tensors through the `complex` dialect, but not every op: these
+# compute in the real and imaginary parts instead, for complex results only.
+def _parts(x: Any, dtype: Any) -> tuple[Any, Any]:
+    """(real, imaginary) of `x` (a tensor or a Python number) as tensors of complex `dtype`'s
+    real dtype; a real `x` has an imaginary part of 0 (a 0-d tensor, broadcast)."""
+    import torch
+
+    real = dtype.to_real()
+    if not isinstance(x, torch.Tensor):
+        z = complex(x)
+        return (torch.ops.aten.scalar_tensor.default(z.real, dtype=real),
+                torch.ops.aten.scalar_tensor.default(z.imag, dtype=real))
+    if x.is_complex():
+        return torch.real(x).to(real), torch.imag(x).to(real)
+    return x.to(real), torch.ops.aten.scalar_tensor.default(0.0, dtype=real)
+
+
+def _complex_add(sign: int) -> Any:
+    """a + alpha * b (sign 1) or a - alpha * b (sign -1), part by part: torch-mlir multiplies
+    b by alpha with `arith.muli`, which takes no complex operand."""
+    import torch
+
+    def decomposition(a: Any, b: Any, *, alpha: Any = 1) -> Any:
+        dtype = torch.result_type(a, b)
+        if not dtype.is_complex:
+            return NotImplemented
+        (ar, ai), (br, bi) = _parts(a, dtype), _parts(b, dtype)
+        if alpha != 1:
+            k = complex(alpha)
+            br, bi = br * k.real - bi * k.imag, br * k.imag + bi * k.real
+        return torch.complex(ar + sign * br, ai + sign * bi)
+
+    return decomposition
+
+
+def _complex_div(a: Any, b: Any) -> Any:
+    """a / b for complex results, by Smith's scaling (as c10::complex and numpy do): divide
+    by the larger of |re b| and |im b| first, so that |b|^2 cannot overflow."""
+    import torch
+
+    dtype = torch.result_type(a, b)
+    if not dtype.is_complex:
+        return NotImplemented
+    ar, ai = _parts(a, dtype)
+    if not (isinstance(b, torch.Tensor) and b.is_complex()):
+        # A real divisor: the formula below with im b = 0, as eager divides by |b| = 0
+        # too, (a / +0, ai / +0). (Not the formula itself: with 0-d tensors for a Python
+        # divisor, torch-mlir's convert-torch-to-linalg crashes on it.)
+        if isinstance(b, torch.Tensor):
+            br = b.to(dtype.to_real())
+            br = torch.where(br == 0, torch.abs(br), br)
+        else:
+            br = abs(float(b)) if b == 0 else float(b)
+        return torch.complex(ar / br, ai / br)
+    br, bi = _parts(b, dtype)
+    real_first = torch.abs(br) >= torch.abs(bi)
+    # |re b| >= |im b|: t = im b / re b, a / b = (ar + ai t, ai - ar t) / (re b + im b t).
+    t1 = bi / br
+    s1 = br + bi * t1
+    re1, im1 = (ar + ai * t1) / s1, (ai - ar * t1) / s1
+    # otherwise: t = re b / im b, a / b = (ar t + ai, ai t - ar) / (re b t + im b).
+    t2 = br / bi
+    s2 = br * t2 + bi
+    re2, im2 = (ar * t2 + ai) / s2, (ai * t2 - ar) / s2
+    # b == 0: (ar / 0, ai / 0), infinities or nans, as eager.
+    zero = (br == 0) & (bi == 0)
+    re = torch.where(zero, ar / torch.abs(br), torch.where(real_first, re1, re2))
+    im = torch.where(zero, ai / torch.abs(bi), torch.where(real_first, im1, im2))
+    return torch.complex(re, im)
+
+
+def _complex_abs(x: Any) -> Any:
+    """|x| of a complex tensor as hypot(re, im), without overflow (`math.absf` takes no
+    complex operand)."""
+    if not x.is_complex():
+        return NotImplemented
+    re, im = _parts(x, x.dtype)
+    return _hypot(re, im)
+
+
+def _complex_exp(x: Any) -> Any:
+    """exp(a + ib) = e^a (cos b + i sin b) (`math.exp` takes no complex operand); b == 0
+    gives a real result, e^a + 0i, even where e^a overflows."""
+    import torch
+
+    if not x.is_complex():
+        return NotImplemented
+    re, im = _parts(x, x.dtype)
+    scale = torch.exp(re)
+    return torch.complex(scale * torch.cos(im),
+                         torch.where(im == 0, im, scale * torch.sin(im)))
+
+
+def _complex_angle(x: Any) -> Any:
+    """arg(x) = atan2(im, re) for complex x (torch-mlir has no aten.angle)."""
+    import torch
+
+    if not x.is_complex():
+        return NotImplemented
+    re, im = _parts(x, x.dtype)
+    return torch.atan2(im, re)
+
+
+def _complex_conj_physical(x: Any) -> Any:
+    """re - i im for complex x (torch-mlir has no aten._conj_physical)."""
+    import torch
+
+    if not x.is_complex():
+        return NotImplemented
+    re, im = _parts(x, x.dtype)
+    return torch.complex(re, -im)
+
+
+def _complex_mul_scalar(a: Any, b: Any) -> Any:
+    """complex tensor * Python number, part by part (torch-mlir: "Only integer/float dtype
+    supported"); complex * tensor is left alone."""
+    import torch
+
+    if isinstance(b, torch.Tensor) or not isinstance(a, torch.Tensor) or not a.is_complex():
+        return NotImplemented
+    dtype = torch.result_type(a, b)
+    (ar, ai), k = _parts(a, dtype), complex(b)
+    return torch.complex(ar * k.real - ai * k.imag, ar * k.imag + ai * k.real)
+
+
+def _complex_neg(x: Any) -> Any:
+    """-x for complex x (`arith.negf` takes no complex operand)."""
+    import torch
+
+    if not x.is_complex():
+        return NotImplemented
+    re, im = _parts(x, x.dtype)
+    return torch.complex(-re, -im)
+
+
+def _complex_reduction(reduce: Any) -> Any:
+    """sum/mean of a complex tensor as the sum/mean of its parts (torch-mlir's complex
+    sum aborts the process, its complex mean fails)."""
+    import torch
+
+    def decomposition(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if not x.is_complex() or (dtype is not None and dtype != x.dtype):
+            return NotImplemented
+        re, im = _parts(x, x.dtype)
+        return torch.complex(reduce(re, *args, **kwargs), reduce(im, *args, **kwargs))
+
+    return decomposition
+
+
 def decompositions() -> dict[Any, Any]:
     """torch-mlir's decomposition table plus accel's fixes for ops it lowers unlike eager."""
     import torch
@@ -67,4 +278,33 @@ def decompositions() -> dict[Any, Any]:
     table[aten.reciprocal.default] = _reciprocal
     table[aten.hypot.default] = _hypot
     table[aten.copysign.Tensor] = _copysign
+    fixes: dict[Any, Any] = {}
+    # int8/uint8 ops convert-torch-to-linalg crashes or fails on.
+    fixes[aten.mul.Tensor] = _first(_in_int32(aten.mul.Tensor, scalar_other=True),
+                                    _complex_mul_scalar)
+    fixes[aten.sub.Tensor] = _first(_in_int32(aten.sub.Tensor, scalar_other=True),
+                                    _complex_add(-1))
+    fixes[aten.mm.default] = _in_int32(aten.mm.default)
+    fixes[aten.bmm.default] = _in_int32(aten.bmm.default)
+    fixes[aten.max.default] = _in_int32(aten.max.default)
+    fixes[aten.min.default] = _in_int32(aten.min.default)
+    fixes[aten.div.Tensor_mode] = _in_int32(aten.div.Tensor_mode, rounding="floor")
+    fixes[aten.remainder.Scalar] = _in_int32(aten.remainder.Scalar)
+    fixes[aten.clamp.Tensor] = _clamp_uint8
+    # complex ops torch-mlir lowers to ops that take no complex operands, or not at all.
+    fixes[aten.add.Tensor] = _complex_add(1)
+    fixes[aten.div.Tensor] = _complex_div
+    fixes[aten.abs.default] = _complex_abs
+    fixes[aten.exp.default] = _complex_exp
+    fixes[aten.angle.default] = _complex_angle
+    fixes[aten._conj_physical.default] = _complex_conj_physical
+    fixes[aten.conj_physical.default] = _complex_conj_physical
+    fixes[aten.neg.default] = _complex_neg
+    fixes[aten.sum.default] = _complex_reduction(aten.sum.default)
+    fixes[aten.sum.dim_IntList] = _complex_reduction(aten.sum.dim_IntList)
+    fixes[aten.mean.default] = _complex_reduction(aten.mean.default)
+    fixes[aten.mean.dim] = _complex_reduction(aten.mean.dim)
+    for op, fix in fixes.items():
+        # After torch-mlir's own entry's turn, if it has one (aten.sum.default).
+        table[op] = _first(fix, table[op]) if op in table else fix
     return table

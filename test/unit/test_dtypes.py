@@ -10,9 +10,9 @@
    must produce the right distribution (checked by statistics, not values) and advance the
    seed between calls.
 
-Broken cases are `xfail(strict=True)` with the exact error, so a fix makes them XPASS. Cases
-that crash the process (SIGSEGV inside torch-mlir) run in a subprocess. docs/op-coverage.md
-("Dtypes") lists all of them.
+Broken cases would be `xfail(strict=True)` with the exact error (none are now). Cases that
+crashed the process (SIGSEGV/abort inside torch-mlir) before accel.decompositions fixed them
+run in a subprocess. docs/op-coverage.md ("Dtypes") lists them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +29,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-from accel.diagnostics import AccelError  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -136,9 +136,6 @@ def test_bfloat16_numerics() -> None:
     assert not errors, "outputs differ from eager PyTorch:\n  " + "\n  ".join(errors)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "TypeError: Got unsupported ScalarType BFloat16 (accel.api._to_numpy calls "
-    "Tensor.numpy(), which has no bfloat16; bf16 results also come back as float32)"))
 def test_bfloat16_torch_tensors() -> None:
     """bf16 tensors in, bf16 tensors out, like every other dtype."""
     _compile_and_check(float_ops, _float_inputs(torch.bfloat16))
@@ -183,10 +180,6 @@ INT_OPS: list[tuple[str, Callable[..., torch.Tensor]]] = [
     ("from_bool", lambda a, b, c: c.to(a.dtype)),
 ]
 
-#: int8 ops torch-mlir cannot lower (tested one by one below, as expected failures).
-INT8_BROKEN = {"mul_scalar", "sub_scalar", "floor_divide", "matmul"}
-
-
 def _int_inputs(dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     # Small values: products, sums and products of rows fit every dtype (no overflow
     # semantics are being tested here).
@@ -207,8 +200,7 @@ def _int_graph(names: list[str]) -> Callable[..., tuple[torch.Tensor, ...]]:
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64],
                          ids=["int8", "int32", "int64"])
 def test_int_dtypes(dtype: torch.dtype) -> None:
-    names = [n for n, _ in INT_OPS if dtype != torch.int8 or n not in INT8_BROKEN]
-    _compile_and_check(_int_graph(names), _int_inputs(dtype))
+    _compile_and_check(_int_graph([n for n, _ in INT_OPS]), _int_inputs(dtype))
 
 
 def bool_ops(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -224,44 +216,55 @@ def test_bool_dtype() -> None:
     _compile_and_check(bool_ops, inputs)
 
 
-@pytest.mark.xfail(strict=True, raises=AccelError, reason=(
-    "lowering to linalg on tensors failed: unimplemented: for conversion to byte or char "
-    "type dstOriginalDtype has to be passed to convertScalarToDtype"))
-def test_int8_floor_divide() -> None:
-    _compile_and_check(_int_graph(["floor_divide"]), _int_inputs(torch.int8))
-
-
 def _run_isolated(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter (a SIGSEGV there must not kill pytest)."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=300)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SIGSEGV in torch-mlir's convert-torch-to-linalg (torch-backend-to-linalg pipeline) for "
-    "these ops on si8 tensors: aten.mm, aten.mul.Scalar, aten.sub.Scalar"))
-@pytest.mark.parametrize("name", ["matmul", "mul_scalar", "sub_scalar"])
-def test_int8_crashes(name: str) -> None:
+#: 8-bit ops that crashed torch-mlir's convert-torch-to-linalg (SIGSEGV: `aten.mm`/`bmm`,
+#: `aten.mul`/`sub`/`remainder` with a Python scalar, `aten.max`/`min` of all elements) or
+#: failed to lower (`//`); accel.decompositions computes them in int32 and casts back.
+INT8_WIDENED = {
+    "matmul": "a @ b.t()", "bmm": "torch.bmm(a.reshape(2, 2, 8), b.reshape(2, 8, 2))",
+    "mul_scalar": "a * 3", "sub_scalar": "a - 2", "clamp_tensor": "torch.clamp(a, b - 6, b)",
+    "max": "a.max()", "min": "a.min()", "floor_divide": "a // b", "floor_divide_scalar": "a // 3",
+    "remainder_scalar": "a % 3",
+}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_int8_widened(dtype: str) -> None:
+    """All of INT8_WIDENED in one graph, over the whole 8-bit range, so products and sums
+    wrap around as in eager. In a subprocess: these used to crash the process. uint8 only
+    inside the graph (accel's runtime takes no uint8 arrays): int32 in, cast to uint8, the
+    ops, results cast to int32."""
+    ops = ", ".join(INT8_WIDENED.values())
     result = _run_isolated(f"""
         import torch, accel
-        fn = {{"matmul": lambda a, b: a @ b.t(), "mul_scalar": lambda a, b: a * 3,
-               "sub_scalar": lambda a, b: a - 2}}[{name!r}]
-        a = torch.randint(-11, 12, (4, 8), dtype=torch.int8)
-        b = torch.randint(1, 12, (4, 8), dtype=torch.int8)
+        ops = lambda a, b: ({ops})
+        g = torch.Generator().manual_seed(7)
+        if {dtype!r} == "int8":
+            fn = ops
+            a = torch.randint(-128, 128, (4, 8), generator=g, dtype=torch.int8)
+            b = torch.randint(1, 128, (4, 8), generator=g, dtype=torch.int8)
+            a[0, :2], b[0, :2] = torch.tensor([-128, -128]), torch.tensor([-1, 1])  # -128 // -1
+        else:
+            def fn(a, b):
+                return tuple(r.to(torch.int32) for r in ops(a.to(torch.uint8), b.to(torch.uint8)))
+            a = torch.randint(0, 256, (4, 8), generator=g, dtype=torch.int32)
+            b = torch.randint(1, 256, (4, 8), generator=g, dtype=torch.int32)
         got = accel.compile(fn, (a, b), options={{"cache": False}})(a, b)
         want = fn(a, b)
-        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+        for name, x, y in zip({list(INT8_WIDENED)!r}, got, want, strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape, (name, x, y)
+            assert torch.equal(x, y), (name, x, y)
         print("OK")
     """)
     assert result.returncode == 0 and "OK" in result.stdout, \
-        f"exit {result.returncode}: {result.stderr[-2000:]}"
+        f"exit {result.returncode}: {result.stderr[-3000:]}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cumsum of a computed int32 tensor (promoted to int64) returns zeros: the scan's "
-    "input and its zero-filled init share one tensor.empty; accel-prepare-one-shot leaves "
-    "the single-user to_buffer of the input where tm-tensor-bufferize put it, so One-Shot "
-    "lets the fill overwrite the input's buffer before the scan reads it"))
 def test_int32_cumsum() -> None:
     x = torch.randint(-11, 12, (4, 8), generator=_gen, dtype=torch.int32)
     _compile_and_check(lambda t: t.cumsum(1), (x,))
@@ -321,10 +324,6 @@ def test_complex_scalars_compile_mlir() -> None:
         mod.invoke("abs_sq", "x")
 
 
-@pytest.mark.xfail(strict=True, raises=AccelError, reason=(
-    "internal error: @_mlir_ciface_f has LLVM type ('void', ['ptr', '{ float, float }']), "
-    "expected ('{ float, float }', ['{ float, float }']): the C interface returns a struct "
-    "result through a pointer, accel.backend.cpu._func_signature only does so for memrefs"))
 def test_complex_scalar_result_compile_mlir() -> None:
     mod = accel.compile_mlir("""
       func.func @f(%a: complex<f32>) -> complex<f32> {
@@ -334,31 +333,49 @@ def test_complex_scalar_result_compile_mlir() -> None:
     assert mod.invoke("f", 1 + 2j) == np.complex64(-3 + 4j)
 
 
-#: Complex ops torch-mlir does not lower (name, fn(x, y) on float32, exact error).
-COMPLEX_XFAIL = [
-    ("abs", lambda x, y: torch.abs(torch.complex(x, y)),
-     "'math.absf' op operand #0 must be floating-point-like, but got 'complex<f32>'"),
-    ("exp", lambda x, y: torch.view_as_real(torch.exp(torch.complex(x, y))),
-     "'math.exp' op operand #0 must be floating-point-like, but got 'complex<f32>'"),
-    ("add", lambda x, y: torch.view_as_real(torch.complex(x, y) + torch.complex(y, x)),
-     "'arith.muli' op operand #0 must be signless-non-zero-bitwidth-integer-like, but got "
-     "'complex<f32>' (aten.add's alpha)"),
-    ("div", lambda x, y: torch.view_as_real(torch.complex(x, y) / torch.complex(y, x)),
-     "unimplemented: non-floating point and non-integer dtype"),
-    ("angle", lambda x, y: torch.angle(torch.complex(x, y)),
-     "lowering to torch backend IR failed: unsupported op aten.angle: torch-mlir has no "
-     "lowering for it"),
-    ("conj_physical", lambda x, y: torch.view_as_real(torch.conj_physical(torch.complex(x, y))),
-     "lowering to torch backend IR failed: unsupported op aten._conj_physical: torch-mlir "
-     "has no lowering for it"),
+#: Complex ops torch-mlir lowers to ops that take no complex operand, or not at all, or
+#: crashed on (complex `/` by a Python number or real tensor: SIGSEGV; complex sum: abort);
+#: accel.decompositions computes them from the real and imaginary parts. fn(x, y), x, y real.
+COMPLEX_DECOMPOSED: list[tuple[str, Callable[..., torch.Tensor]]] = [
+    ("abs", lambda x, y: torch.abs(torch.complex(x, y))),
+    ("abs_large", lambda x, y: torch.abs(torch.complex(x, y) * 1e30)),  # no overflow in |z|^2
+    ("exp", lambda x, y: torch.exp(torch.complex(x, y))),
+    ("add", lambda x, y: torch.complex(x, y) + torch.complex(y, x)),
+    ("add_alpha", lambda x, y: torch.add(torch.complex(x, y), torch.complex(y, x), alpha=2)),
+    ("add_scalar", lambda x, y: torch.complex(x, y) + (1 - 2j)),
+    ("add_real", lambda x, y: torch.complex(x, y) + y),
+    ("sub", lambda x, y: torch.complex(x, y) - torch.complex(y, x)),
+    ("rsub", lambda x, y: 1 - torch.complex(x, y)),
+    ("div", lambda x, y: torch.complex(x, y) / torch.complex(y, x)),
+    ("div_large", lambda x, y: torch.complex(x, y) / (torch.complex(y, x) * 1e30)),
+    ("div_real", lambda x, y: torch.complex(x, y) / y),
+    ("div_scalar", lambda x, y: torch.complex(x, y) / 2),
+    ("div_zero", lambda x, y: torch.complex(x, y) / torch.where(y > 0, y * 0, -y * 0)),
+    ("mul_scalar", lambda x, y: torch.complex(x, y) * (3 - 1j)),
+    ("neg", lambda x, y: -torch.complex(x, y)),
+    ("angle", lambda x, y: torch.angle(torch.complex(x, y))),
+    ("conj_physical", lambda x, y: torch.conj_physical(torch.complex(x, y))),
+    ("sum", lambda x, y: torch.complex(x, y).sum(1)),
+    ("sum_all", lambda x, y: torch.complex(x, y).sum()),
+    ("mean", lambda x, y: torch.complex(x, y).mean(0)),
+    ("mean_all", lambda x, y: torch.complex(x, y).mean()),
 ]
 
 
-@pytest.mark.parametrize("fn", [
-    pytest.param(fn, marks=pytest.mark.xfail(strict=True, raises=AccelError, reason=why), id=name)
-    for name, fn, why in COMPLEX_XFAIL])
-def test_complex_unsupported(fn: Callable[..., torch.Tensor]) -> None:
-    _compile_and_check(fn, _pairs())
+@pytest.mark.parametrize("dtype", ["float32", "float64"], ids=["complex64", "complex128"])
+def test_complex_decomposed(dtype: str) -> None:
+    """All of COMPLEX_DECOMPOSED in one graph, compared with eager (TOL of the parts' dtype).
+    In a subprocess: some of these crashed the process before they were decomposed."""
+    result = _run_isolated(f"""
+        import sys, torch
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import test_dtypes as t
+        fns = [fn for _, fn in t.COMPLEX_DECOMPOSED]
+        t._compile_and_check(lambda x, y: tuple(fn(x, y) for fn in fns), t._pairs(torch.{dtype}))
+        print("OK")
+    """)
+    assert result.returncode == 0 and "OK" in result.stdout, \
+        f"exit {result.returncode}: {result.stderr[-3000:]}"
 
 
 # -- 3. ml_program globals (RNG state) -----------------------------------------------------
