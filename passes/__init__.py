@@ -8,10 +8,12 @@ from __future__ import annotations
 
 # Built-in passes: importing each module registers it.
 from accel.passes import (  # noqa: E402,F401,I001
+    affine_fusion,
     assert_to_error_return,
     emit_c_interface,
     mncore_strip_layouts,
     prepare_one_shot,
+    unsafe_math_canonicalize,
 )
 from accel.passes.base import (
     FunctionPass,

@@ -78,7 +78,9 @@ class Pass:
 
     def option_string(self) -> str:
         """This instance's options in pipeline syntax, e.g. `{attr=foo}` ('' if none)."""
-        parts = [f"{o.name}={format_value(getattr(self, o.name))}" for o in self.options()]
+        # MLIR spells option names with dashes.
+        parts = [f"{o.name.replace('_', '-')}={format_value(getattr(self, o.name))}"
+                 for o in self.options()]
         return "{" + " ".join(parts) + "}" if parts else ""
 
     def pipeline_text(self) -> str:

@@ -13,6 +13,12 @@ One-Shot interface) bufferizes those ops alone and leaves two things One-Shot ge
 2. `bufferization.to_tensor %alloc` without `restrict`, which One-Shot refuses ("not
    supported by One-Shot Analysis"). A `to_tensor` of a fresh `memref.alloc`/`alloca` that no
    other `to_tensor` views is exactly what `restrict` promises.
+3. One `tensor.empty` or zero-filled `linalg.fill` as the destination of several ops
+   (torch-mlir CSEs them: two matmuls of one shape share one accumulator). One-Shot then
+   copies the fill for one user and lets another write it in place, so a later nest
+   overwrites a buffer an earlier nest only read: an anti-dependence `affine-loop-fusion`
+   misses. Each user gets its own fill and empty (its own buffer; the deallocation
+   pipeline frees each after its last use).
 
     %b = bufferization.to_buffer %t            %b0 = bufferization.to_buffer %t
     memref.copy %b, %x                   ->    memref.copy %b0, %x
@@ -66,11 +72,15 @@ def _defining_op_name(value: ir.Value) -> str | None:
 @register_pass
 @dataclass(frozen=True)
 class PrepareOneShot(FunctionPass):
-    """Gives each to_buffer user its own, just before it; marks fresh to_tensor restrict."""
+    """One to_buffer and one tensor.empty per user; marks fresh to_tensor views restrict."""
 
     name = "accel-prepare-one-shot"
 
     def apply(self, func: Operation) -> None:
+        # Fills first: a shared zero-filled accumulator becomes one fill (and empty) per user.
+        for name in ("linalg.fill", "tensor.empty"):
+            for op in _ops_named(func, name):
+                self._one_per_user_clone(op)
         for to_buffer in _ops_named(func, "bufferization.to_buffer"):
             self._one_per_user(to_buffer)
         to_tensors = _ops_named(func, "bufferization.to_tensor")
@@ -81,6 +91,19 @@ class PrepareOneShot(FunctionPass):
             buffer = op.operands[0]
             if _defining_op_name(buffer) in _FRESH and views[buffer] == 1:
                 op.attributes["restrict"] = ir.UnitAttr.get()
+
+    @staticmethod
+    def _one_per_user_clone(op: Operation) -> None:
+        """Give each user of `op`'s single result its own copy of `op`, right before it."""
+        if len(op.results) != 1:  # a fill on memrefs: nothing to share
+            return
+        uses = [(use.owner, use.operand_number) for use in op.results[0].uses]
+        if len(uses) < 2:
+            return
+        for owner, index in uses:  # each right before its user, in program order
+            clone = op.clone(InsertionPoint(owner.operation))
+            owner.operation.operands[index] = clone.results[0]
+        op.erase()
 
     @staticmethod
     def _one_per_user(to_buffer: Operation) -> None:

@@ -42,7 +42,8 @@ IR_FOLDER = "ir"
 #: Top-level keys of option.json besides "options" (the accel.compile options).
 SETTINGS = ("pef_name", "entry", "batch_size", "inference")
 #: accel options that apply to .mlir input (the rest belong to accel.compile).
-MLIR_OPTIONS = ("target", "opt_level", "cache")
+MLIR_OPTIONS = ("target", "opt_level", "cache", "disable_affine_fusion",
+                "disable_reduce_reduce_fusion", "disable_unsafe_math_canonicalizations")
 #: Seconds a compile runs before the progress line appears on a terminal.
 PROGRESS_DELAY = 1.0
 
@@ -478,8 +479,7 @@ def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
 
     start = time.perf_counter()
     text = _read(path)
-    options = {"opt_level": s.options["opt_level"], "cache": s.options["cache"],
-               "filename": str(path)}
+    options = {k: v for k, v in s.options.items() if k != "target"} | {"filename": str(path)}
     with phases.recording(keep_ir=True, want_object=True,
                           on_phase_start=progress.phase_start) as rec:
         progress.rec = rec

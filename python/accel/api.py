@@ -24,6 +24,9 @@ VERIFY_RTOL = 1e-4
 VERIFY_ATOL = 1e-5
 
 TARGETS = ("cpu", "rdu", "mncore")
+#: The options that switch accel's fusion passes off (all fusion is off at opt_level 0).
+FUSION_OPTIONS = ("disable_affine_fusion", "disable_reduce_reduce_fusion",
+                  "disable_unsafe_math_canonicalizations")
 SUPPORTED_TARGETS = ("cpu",)
 
 
@@ -53,17 +56,17 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
         (int,), 3, "LLVM optimisation level, 0-3.",
         invalid=lambda v: None if 0 <= v <= 3 else "must be an int from 0 to 3"),
     "disable_affine_fusion": OptionSpec(
-        (bool,), False, "Do not fuse affine loop nests. The CPU pipeline fuses none yet, "
-        "so True is already its behaviour."),
+        (bool,), False, "Do not fuse loop nests: no elementwise fusion on tensors, no "
+        "accel-affine-fusion on loops (docs/fusion.md)."),
     "disable_reduce_reduce_fusion": OptionSpec(
-        (bool,), False, "Do not fuse consecutive reductions. None are fused yet, so True "
-        "is already the behaviour."),
+        (bool,), False, "Do not fuse reduction chains (accel-reduce-reduce-fusion: "
+        "attention without the score matrix)."),
     "disable_fast_math": OptionSpec(
         (bool,), False, "Keep strict IEEE semantics (no fast-math flags). No fast-math flags "
         "are set yet, so True is already the behaviour."),
     "disable_unsafe_math_canonicalizations": OptionSpec(
-        (bool,), False, "Forbid value-changing float rewrites (reassociation, x*0 -> 0). None "
-        "are applied yet, so True is already the behaviour."),
+        (bool,), False, "Forbid value-changing float rewrites (accel-unsafe-math-"
+        "canonicalize: x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated reductions)."),
     "mm_conv_precision_mode": OptionSpec(
         (str,), "default", "Precision of matmul/conv arithmetic; only 'default' (the "
         "model's dtype) yet.", supported=_default_only("default")),
@@ -300,6 +303,7 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     program = import_program(model, inputs, func_name=func_name, dynamic_shapes=dynamic_shapes)
     module = program.module
     compiled = compile_mlir(module, {"opt_level": opts["opt_level"], "cache": opts["cache"],
-                                     "filename": f"<{model_name(model)}>"},
+                                     "filename": f"<{model_name(model)}>",
+                                     **{k: opts[k] for k in FUSION_OPTIONS}},
                             weights=program.weights)
     return CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))

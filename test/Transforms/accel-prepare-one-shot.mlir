@@ -79,3 +79,35 @@ func.func @two_views() -> (tensor<4xf32>, tensor<4xf32>) {
   %u = bufferization.to_tensor %a : memref<4xf32> to tensor<4xf32>
   return %t, %u : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Each user of a shared tensor.empty gets its own, so their results get their own buffers.
+// CHECK-LABEL: func.func @one_empty_per_user
+// CHECK:       %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:  linalg.fill ins(%{{.*}} : f32) outs(%[[E0]]
+// CHECK-NEXT:  %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:  linalg.fill ins(%{{.*}} : f32) outs(%[[E1]]
+func.func @one_empty_per_user(%a: f32, %b: f32) -> (tensor<4xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %x = linalg.fill ins(%a : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %y = linalg.fill ins(%b : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %x, %y : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A fill shared by two matmuls becomes one fill each: no copy, no buffer reuse.
+// CHECK-LABEL: func.func @one_fill_per_user
+// CHECK:       %[[F0:.*]] = linalg.fill
+// CHECK-NEXT:  linalg.matmul {{.*}} outs(%[[F0]]
+// CHECK:       %[[F1:.*]] = linalg.fill
+// CHECK-NEXT:  linalg.matmul {{.*}} outs(%[[F1]]
+func.func @one_fill_per_user(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %x = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%acc : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%b, %a : tensor<4x4xf32>, tensor<4x4xf32>) outs(%acc : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %x, %y : tensor<4x4xf32>, tensor<4x4xf32>
+}

@@ -57,7 +57,7 @@ def get_model(batch_size=2):
     return model, (torch.randn(batch_size, 6),)
 """
 
-PHASES = ("export", "torch-backend", "linalg", "bufferize", "llvm-dialect", "llvm-ir")
+PHASES = ("export", "torch-backend", "linalg", "fuse", "bufferize", "llvm-dialect", "llvm-ir")
 
 
 def accel_compile(tmp_path: Path, *args: str, cwd: Path | None = None
@@ -116,12 +116,14 @@ def test_mlir_file(tmp_path: Path, run_tool) -> None:
     np.testing.assert_array_equal(fn.compiled.invoke("add", x, x), 2 * x)  # all functions kept
     assert (out / "input.mlir").read_text() == ADD
     assert sorted(p.name for p in (out / "ir").iterdir()) == [
-        "01-bufferize.mlir", "02-llvm-dialect.mlir", "03-llvm-ir.ll"]
+        "01-fuse.mlir", "02-bufferize.mlir", "03-llvm-dialect.mlir", "04-llvm-ir.ll"]
     assert (out / "add.o").read_bytes().startswith(b"\x7fELF")
     assert option_json(out) == {
         "format": 1, "tool": "accel-compile", "pef_name": "add", "entry": "neg",
         "batch_size": None, "inference": False,
-        "options": {"target": "cpu", "opt_level": 2, "cache": False}}
+        "options": {"target": "cpu", "opt_level": 2, "cache": False,
+                    "disable_affine_fusion": False, "disable_reduce_reduce_fusion": False,
+                    "disable_unsafe_math_canonicalizations": False}}
     rc, err = run_tool("add.mlir", "--target", "cpu")
     assert rc == 0 and err == "accel-compile: wrote out/add (entry @add)\n", err
     assert (tmp_path / "out" / "add" / "manifest.json").is_file()
@@ -155,8 +157,8 @@ def test_model_py(tmp_path: Path) -> None:
     assert any(n.startswith("weights/") for n in names)
     assert (out / "mlp.o").read_bytes().startswith(b"\x7fELF")
     assert "!torch.vtensor" in (out / "input.mlir").read_text()  # the imported module
-    assert "llvm.func" in (out / "ir" / "05-llvm-dialect.mlir").read_text()
-    assert "define " in (out / "ir" / "06-llvm-ir.ll").read_text()
+    assert "llvm.func" in (out / "ir" / "06-llvm-dialect.mlir").read_text()
+    assert "define " in (out / "ir" / "07-llvm-ir.ll").read_text()
     settings = option_json(out)
     assert settings["pef_name"] == "mlp" and settings["entry"] == "get_model"
     assert settings["batch_size"] is None and settings["inference"] is False

@@ -582,8 +582,13 @@ def test_libm_calls_resolve() -> None:
 
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match=r"unknown compile_mlir option 'O3'; valid options: "
-                                         r"cache, filename, opt_level"):
+                                         r"cache, disable_affine_fusion, "
+                                         r"disable_reduce_reduce_fusion, "
+                                         r"disable_unsafe_math_canonicalizations, filename, "
+                                         r"opt_level"):
         compile_mlir("", {"O3": True})
+    with pytest.raises(ValueError, match="'disable_affine_fusion' must be a bool"):
+        compile_mlir("", {"disable_affine_fusion": 1})
     with pytest.raises(ValueError, match="'opt_level' must be an int from 0 to 3"):
         compile_mlir("", {"opt_level": 4})
 

@@ -8,10 +8,13 @@
 Input may be at any level the pipelines below cover: linalg/tensor, memref, affine, scf,
 arith/math/cf, or already the LLVM dialect. The steps:
 
+0. `FUSE_ON_TENSORS` (opt_level >= 1): reduce-reduce fusion, unsafe-math rewrites and
+   elementwise fusion on linalg-on-tensors, each switched off by its `disable_*` option.
 1. `BUFFERIZE`: tensors -> memrefs at function boundaries too, with ownership-based
    deallocation (no temporaries leak; each returned buffer is owned by the caller).
 2. Signatures of public `func.func`s are read at this memref level (`accel.runtime`).
-3. `LOWER_TO_LLVM`: loops, then the LLVM dialect with `_mlir_ciface_<name>` C wrappers.
+3. `LOWER_TO_LLVM`: loops (affine loops fused by `accel-affine-fusion` at opt_level >= 1),
+   then the LLVM dialect with `_mlir_ciface_<name>` C wrappers.
 4. Translate to LLVM IR, normalise it for llvmlite (`accel.backend.llvmir`), add one
    `void (ptr)` trampoline per function, optimise at `opt_level` for the host CPU and JIT
    it with MCJIT.
@@ -51,6 +54,10 @@ from accel.runtime import DTYPES, CompiledFunction, Signature, ValueSpec
 from accel.weights import check_bindings
 
 # -- pipelines (data) -------------------------------------------------------------------------
+#: Where AFFINE_FUSION goes in BUFFERIZE: before deallocation, whose `memref.dealloc`s make
+#: MLIR's fusion keep (and recompute) producer nests it would otherwise remove.
+DEALLOCATE_MARK = "buffer-deallocation-pipeline"
+
 BUFFERIZE: list[str] = [
     # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
     "func.func(tm-tensor-bufferize)",
@@ -62,9 +69,31 @@ BUFFERIZE: list[str] = [
     # tm_tensor ops on memrefs -> loops, before deallocation needs their memory effects.
     "func.func(tm-tensor-to-loops)",
     # Frees every temporary and clones returned arguments: callers own all returned buffers.
-    "buffer-deallocation-pipeline",
+    DEALLOCATE_MARK,
     # bufferization.clone/dealloc left by the deallocation pipeline -> memref alloc/copy/dealloc.
     "convert-bufferization-to-memref",
+]
+
+#: Tensor-level fusion before bufferization at opt_level >= 1, as (the option that switches
+#: the entry off, pass); passes not registered in this build are skipped.
+FUSE_ON_TENSORS: list[tuple[str, str]] = [
+    # Attention and other reduction chains -> one loop nest with an online softmax.
+    ("disable_reduce_reduce_fusion", "accel-reduce-reduce-fusion"),
+    # Elementwise producer -> consumer chains (bias + activation) into one linalg.generic:
+    # no buffer between them.
+    ("disable_affine_fusion", "func.func(linalg-fuse-elementwise-ops)"),
+    # Value-changing float rewrites (x/sqrt(y) -> x*rsqrt(y), ...), PolyBlocks' default;
+    # after elementwise fusion, which puts the sqrt and the divide in one body.
+    ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
+]
+
+#: Goes before BUFFERIZE's deallocation when affine fusion is on (opt_level >= 1); the
+#: linalg ops are then loops already and LOWER_TO_LLVM's linalg-to-loops finds none.
+AFFINE_FUSION: list[str] = [
+    # linalg on memrefs -> affine loops, which fusion's dependence analysis understands.
+    "func.func(convert-linalg-to-affine-loops)",
+    # Producer-consumer and sibling fusion of the nests, then scalar replacement.
+    "accel-affine-fusion",
 ]
 
 LOWER_TO_LLVM: list[str] = [
@@ -93,6 +122,8 @@ LOWER_TO_LLVM: list[str] = [
     "convert-math-to-libm",
     # subview/expand_shape/collapse_shape -> reinterpret_cast with explicit strides.
     "expand-strided-metadata",
+    # ...whose offset/stride arithmetic comes as affine.apply (dynamic shapes, views).
+    "lower-affine",
     # memref ops and descriptors -> LLVM (malloc/free, llvm.memcpy for dense copies).
     "finalize-memref-to-llvm",
     # vector ops from the input, if any.
@@ -115,12 +146,35 @@ def pipeline_text(passes: list[str]) -> str:
     return "builtin.module(" + ",".join(passes) + ")"
 
 
+def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """(tensor-level fusion, BUFFERIZE, lowering to LLVM) for resolved `compile_mlir` options."""
+    from accel.passes import lookup_pass
+
+    if opts["opt_level"] == 0:
+        return [], BUFFERIZE, LOWER_TO_LLVM
+    fuse = [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
+            and (p.startswith("func.func(") or lookup_pass(p) is not None)]
+    bufferize = BUFFERIZE
+    if not opts["disable_affine_fusion"]:
+        at = BUFFERIZE.index(DEALLOCATE_MARK)
+        bufferize = BUFFERIZE[:at] + AFFINE_FUSION + BUFFERIZE[at:]
+    return fuse, bufferize, LOWER_TO_LLVM
+
+
 # -- options --------------------------------------------------------------------------------
 DEFAULT_OPTIONS: dict[str, Any] = {
     "opt_level": 3,  # LLVM optimisation level, 0-3
     "filename": "<input>",  # file name shown in diagnostics
     "cache": True,  # look up / store the result in the on-disk cache (`accel.cache`)
+    # Fusion switches (PolyBlocks' names); all fusion is off at opt_level 0.
+    "disable_affine_fusion": False,
+    "disable_reduce_reduce_fusion": False,
+    "disable_unsafe_math_canonicalizations": False,
 }
+
+#: Options that change the generated code (the compile cache key covers them).
+CODE_OPTIONS = ("opt_level", "disable_affine_fusion", "disable_reduce_reduce_fusion",
+                "disable_unsafe_math_canonicalizations")
 
 
 def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -135,8 +189,10 @@ def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"option 'opt_level' must be an int from 0 to 3, got {level!r}")
     if not isinstance(merged["filename"], str):
         raise ValueError(f"option 'filename' must be a str, got {merged['filename']!r}")
-    if not isinstance(merged["cache"], bool):
-        raise ValueError(f"option 'cache' must be a bool, got {merged['cache']!r}")
+    for flag in ("cache", "disable_affine_fusion", "disable_reduce_reduce_fusion",
+                 "disable_unsafe_math_canonicalizations"):
+        if not isinstance(merged[flag], bool):
+            raise ValueError(f"option {flag!r} must be a bool, got {merged[flag]!r}")
     return merged
 
 
@@ -215,7 +271,7 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     opts = _check_options(options)
     filename = opts["filename"]
     text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
-    key = cache.cache_key(text, {"opt_level": opts["opt_level"]}) if opts["cache"] else None
+    key = cache.cache_key(text, {k: opts[k] for k in CODE_OPTIONS}) if opts["cache"] else None
     hit = cache.lookup(key) if key is not None else None
     if hit is not None:
         try:
@@ -240,13 +296,18 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
         _mark_tensor_args_read_only(module)
         weight_specs = _external_globals(module)
         check_bindings(weight_specs, weights or {}, filename)
+        fuse, bufferize, lower = pipelines(opts)
+        if fuse:
+            with phases.phase("fuse"):
+                run_pipeline(module, pipeline_text(fuse), filename=filename, label="cpu-fuse")
+            phases.snapshot("fuse", module)
         with phases.phase("bufferize"):
-            run_pipeline(module, pipeline_text(BUFFERIZE), filename=filename,
+            run_pipeline(module, pipeline_text(bufferize), filename=filename,
                          label="cpu-bufferize")
         phases.snapshot("bufferize", module)
         signatures = {sig.name: sig for sig in _signatures(module)}
         with phases.phase("llvm-dialect"):
-            run_pipeline(module, pipeline_text(LOWER_TO_LLVM), filename=filename,
+            run_pipeline(module, pipeline_text(lower), filename=filename,
                          label="cpu-lower-to-llvm")
             _check_all_llvm(module, filename)
         mlir_llvm = str(module)

@@ -24,9 +24,10 @@
 // FILES: module.ll
 // FILES: neg.o
 // FILES: option.json
-// FILES: 01-bufferize.mlir
-// FILES-NEXT: 02-llvm-dialect.mlir
-// FILES-NEXT: 03-llvm-ir.ll
+// FILES: 01-fuse.mlir
+// FILES-NEXT: 02-bufferize.mlir
+// FILES-NEXT: 03-llvm-dialect.mlir
+// FILES-NEXT: 04-llvm-ir.ll
 
 // JSON:      "pef_name": "neg",
 // JSON-NEXT: "entry": "neg",
@@ -35,19 +36,21 @@
 // JSON-NEXT: "options": {
 // JSON-NEXT:   "target": "cpu",
 // JSON-NEXT:   "opt_level": 1,
-// JSON-NEXT:   "cache": false
+// JSON-NEXT:   "cache": false,
+// JSON-NEXT:   "disable_affine_fusion": false,
 
 // LOG: versions: accel {{.*}} llvmlite
 // LOG: options: target="cpu" opt_level=1 cache=false
-// LOG: phase bufferize {{[0-9.]+}}s -> ir/01-bufferize.mlir
-// LOG: phase llvm-dialect {{[0-9.]+}}s -> ir/02-llvm-dialect.mlir
-// LOG: phase llvm-ir {{[0-9.]+}}s -> ir/03-llvm-ir.ll
+// LOG: phase fuse {{[0-9.]+}}s -> ir/01-fuse.mlir
+// LOG: phase bufferize {{[0-9.]+}}s -> ir/02-bufferize.mlir
+// LOG: phase llvm-dialect {{[0-9.]+}}s -> ir/03-llvm-dialect.mlir
+// LOG: phase llvm-ir {{[0-9.]+}}s -> ir/04-llvm-ir.ll
 // LOG: phase codegen {{[0-9.]+}}s
 // LOG: cache hit: no
 // LOG: object: neg.o
 // LOG: total {{[0-9.]+}}s
 
-// VERBOSE: [accel-compile] compiling {{.*}}artifact.mlir -> out/artifact (target="cpu" opt_level=3 cache=false)
+// VERBOSE: [accel-compile] compiling {{.*}}artifact.mlir -> out/artifact (target="cpu" opt_level=3 cache=false {{.*}})
 // VERBOSE: [accel-compile] bufferize {{[0-9.]+}}s
 // VERBOSE: [accel-compile] codegen {{[0-9.]+}}s
 // VERBOSE: accel-compile: wrote out/artifact (entry @add)

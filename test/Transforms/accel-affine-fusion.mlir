@@ -1,0 +1,266 @@
+// RUN: accel-opt %s --split-input-file -accel-affine-fusion | FileCheck %s
+// RUN: accel-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(func.func(affine-loop-tile{tile-size=8}),accel-affine-fusion)' \
+// RUN:   | FileCheck %s --check-prefix=TILED
+
+// CHECK-LABEL: func.func @mlp_layer
+// CHECK:         %[[ACC:.*]] = memref.alloca() : memref<1x1xf32>
+// CHECK:         %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK:         affine.for
+// CHECK-NEXT:      affine.for
+// CHECK-NEXT:        affine.store %{{.*}}, %[[ACC]]
+// CHECK-NEXT:        affine.for
+// CHECK:             arith.mulf
+// CHECK:           arith.maximumf
+// CHECK-NEXT:      affine.store %{{.*}}, %[[OUT]]
+// CHECK-NOT:     affine.for
+// CHECK:         return %[[OUT]]
+// An MLP layer: the fill, the matmul and its bias + ReLU epilogue become one nest, and the
+// product buffer shrinks to one element on the stack.
+func.func @mlp_layer(%x: memref<4x16xf32>, %w: memref<16x8xf32>, %b: memref<8xf32>) -> memref<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      affine.store %zero, %c[%i, %j] : memref<4x8xf32>
+    }
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      affine.for %k = 0 to 16 {
+        %a = affine.load %x[%i, %k] : memref<4x16xf32>
+        %v = affine.load %w[%k, %j] : memref<16x8xf32>
+        %acc = affine.load %c[%i, %j] : memref<4x8xf32>
+        %p = arith.mulf %a, %v : f32
+        %s = arith.addf %acc, %p : f32
+        affine.store %s, %c[%i, %j] : memref<4x8xf32>
+      }
+    }
+  }
+  %out = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %c[%i, %j] : memref<4x8xf32>
+      %bj = affine.load %b[%j] : memref<8xf32>
+      %s = arith.addf %v, %bj : f32
+      %r = arith.maximumf %s, %zero : f32
+      affine.store %r, %out[%i, %j] : memref<4x8xf32>
+    }
+  }
+  return %out : memref<4x8xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func.func @through_a_view
+// CHECK-NOT:     memref.expand_shape
+// CHECK:         affine.for
+// CHECK-NOT:     affine.for
+// CHECK:         return
+// Accesses through a static expand_shape are rewritten onto the base buffer, then fused.
+func.func @through_a_view(%x: memref<8xf32>) -> memref<8xf32> {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  %v = memref.expand_shape %t [[0, 1]] output_shape [2, 4] : memref<8xf32> into memref<2x4xf32>
+  affine.for %i = 0 to 2 {
+    affine.for %j = 0 to 4 {
+      %a = affine.load %x[%i * 4 + %j] : memref<8xf32>
+      %d = arith.addf %a, %a : f32
+      affine.store %d, %v[%i, %j] : memref<2x4xf32>
+    }
+  }
+  %out = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %a = affine.load %t[%i] : memref<8xf32>
+    %m = arith.mulf %a, %a : f32
+    affine.store %m, %out[%i] : memref<8xf32>
+  }
+  return %out : memref<8xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func.func @reused_buffer
+// CHECK-COUNT-3: affine.for %{{.*}} = 0 to 8 {
+// Negative: a buffer one nest only reads and a later nest overwrites (reuse) hides an
+// anti-dependence from MLIR's fusion, so the function is left unfused.
+func.func @reused_buffer(%x: memref<8xf32>) -> memref<8xf32> {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  %out = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %a = affine.load %x[%i] : memref<8xf32>
+    affine.store %a, %t[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %a = affine.load %t[%i] : memref<8xf32>
+    %b = affine.load %t[7 - %i] : memref<8xf32>
+    %s = arith.addf %a, %b : f32
+    affine.store %s, %out[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %a = affine.load %out[%i] : memref<8xf32>
+    affine.store %a, %t[%i] : memref<8xf32>
+  }
+  return %out : memref<8xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func.func @dynamic_view
+// CHECK:         memref.subview
+// CHECK-COUNT-2: affine.for
+// Negative: a dynamically shaped view cannot be rewritten, so nothing is fused.
+func.func @dynamic_view(%x: memref<?xf32>, %n: index) -> memref<?xf32> {
+  %t = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  %v = memref.subview %t[0] [%n] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  affine.for %i = 0 to %n {
+    %a = affine.load %x[%i] : memref<?xf32>
+    affine.store %a, %v[%i] : memref<?xf32, strided<[1]>>
+  }
+  %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  affine.for %i = 0 to %n {
+    %a = affine.load %t[%i] : memref<?xf32>
+    affine.store %a, %out[%i] : memref<?xf32>
+  }
+  return %out : memref<?xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func.func @live_loop_results
+// CHECK:         affine.for {{.*}} iter_args
+// TILED-LABEL:   func.func @live_loop_results
+// TILED:         return
+// Negative (the crash shape): loops whose iter_args results are used get producer-consumer
+// fusion only: after tiling, sibling fusion of them crashes MLIR (llvm-project 212046).
+func.func @live_loop_results(%a: memref<16xf32>, %out: memref<16xf32>) -> f32 {
+  %z = arith.constant 0.0 : f32
+  %s = affine.for %i = 0 to 16 iter_args(%acc = %z) -> (f32) {
+    %v = affine.load %a[%i] : memref<16xf32>
+    %n = arith.addf %acc, %v : f32
+    affine.yield %n : f32
+  }
+  affine.for %i = 0 to 16 {
+    %v = affine.load %a[%i] : memref<16xf32>
+    %m = arith.mulf %v, %v : f32
+    affine.store %m, %out[%i] : memref<16xf32>
+  }
+  return %s : f32
+}
+
+
+// -----
+
+// A reduction fuses into the elementwise op that uses it; the sum stays a row of four.
+// CHECK-LABEL: func.func @reduction_into_consumer
+// CHECK:         affine.for
+// CHECK-NOT:     affine.for %{{.*}} = 0 to 4
+// CHECK:         return
+func.func @reduction_into_consumer(%x: memref<4x8xf32>) -> memref<4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %eight = arith.constant 8.0 : f32
+  %sum = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+  affine.for %i = 0 to 4 {
+    affine.store %zero, %sum[%i] : memref<4xf32>
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[%i, %j] : memref<4x8xf32>
+      %a = affine.load %sum[%i] : memref<4xf32>
+      %s = arith.addf %v, %a : f32
+      affine.store %s, %sum[%i] : memref<4xf32>
+    }
+  }
+  %mean = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+  affine.for %i = 0 to 4 {
+    %a = affine.load %sum[%i] : memref<4xf32>
+    %m = arith.divf %a, %eight : f32
+    affine.store %m, %mean[%i] : memref<4xf32>
+  }
+  memref.dealloc %sum : memref<4xf32>
+  return %mean : memref<4xf32>
+}
+
+// -----
+// Negative: MLIR would keep the accumulation into %sum (freed afterwards) and recompute
+// it inside the consumer, adding it twice: the function stays unfused.
+// CHECK-LABEL: func.func @repeated_accumulation
+// CHECK-COUNT-4: affine.for %{{.*}} = 0 to 4 {
+func.func @repeated_accumulation(%x: memref<4x8x6xf32>, %y: memref<4x8x6xf32>) -> (memref<f32>, memref<4x1x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %eight = arith.constant 8.0 : f32
+  %total = memref.alloc() {alignment = 64 : i64} : memref<f32>
+  affine.store %zero, %total[] : memref<f32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      affine.for %k = 0 to 6 {
+        %v = affine.load %x[%i, %j, %k] : memref<4x8x6xf32>
+        %a = affine.load %total[] : memref<f32>
+        %s = arith.addf %v, %a : f32
+        affine.store %s, %total[] : memref<f32>
+      }
+    }
+  }
+  %sum = memref.alloc() {alignment = 64 : i64} : memref<4x1x6xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 1 {
+      affine.for %k = 0 to 6 {
+        affine.store %zero, %sum[%i, %j, %k] : memref<4x1x6xf32>
+      }
+    }
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      affine.for %k = 0 to 6 {
+        %v = affine.load %y[%i, %j, %k] : memref<4x8x6xf32>
+        %a = affine.load %sum[%i, %c0, %k] : memref<4x1x6xf32>
+        %s = arith.addf %v, %a : f32
+        affine.store %s, %sum[%i, %c0, %k] : memref<4x1x6xf32>
+      }
+    }
+  }
+  %mean = memref.alloc() {alignment = 64 : i64} : memref<4x1x6xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 1 {
+      affine.for %k = 0 to 6 {
+        %a = affine.load %sum[%i, %j, %k] : memref<4x1x6xf32>
+        %m = arith.divf %a, %eight : f32
+        affine.store %m, %mean[%i, %j, %k] : memref<4x1x6xf32>
+      }
+    }
+  }
+  memref.dealloc %sum : memref<4x1x6xf32>
+  return %total, %mean : memref<f32>, memref<4x1x6xf32>
+}
+
+// -----
+
+// Negative: several nests write one buffer (an RNN's output, one step each); MLIR's
+// producer-consumer fusion recomputed one writer's slice over another's, so no fusion.
+// CHECK-LABEL: func.func @many_writers
+// CHECK-COUNT-3: affine.for %{{.*}} = 0 to 4 {
+func.func @many_writers(%x: memref<4xf32>) -> memref<4xf32> {
+  %seq = memref.alloc() {alignment = 64 : i64} : memref<2x4xf32>
+  affine.for %i = 0 to 4 {
+    %a = affine.load %x[%i] : memref<4xf32>
+    affine.store %a, %seq[0, %i] : memref<2x4xf32>
+  }
+  affine.for %i = 0 to 4 {
+    %a = affine.load %seq[0, %i] : memref<2x4xf32>
+    %d = arith.addf %a, %a : f32
+    affine.store %d, %seq[1, %i] : memref<2x4xf32>
+  }
+  %out = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+  affine.for %i = 0 to 4 {
+    %a = affine.load %seq[0, %i] : memref<2x4xf32>
+    %b = affine.load %seq[1, %i] : memref<2x4xf32>
+    %s = arith.addf %a, %b : f32
+    affine.store %s, %out[%i] : memref<4xf32>
+  }
+  return %out : memref<4xf32>
+}
