@@ -134,24 +134,48 @@ func.func @dynamic_view(%x: memref<?xf32>, %n: index) -> memref<?xf32> {
 // CHECK-LABEL: func.func @live_loop_results
 // CHECK:         affine.for {{.*}} iter_args
 // TILED-LABEL:   func.func @live_loop_results
+// TILED:         arith.addi
 // TILED:         return
-// Negative (the crash shape): loops whose iter_args results are used get producer-consumer
-// fusion only: after tiling, sibling fusion of them crashes MLIR (llvm-project 212046).
-func.func @live_loop_results(%a: memref<16xf32>, %out: memref<16xf32>) -> f32 {
-  %z = arith.constant 0.0 : f32
-  %s = affine.for %i = 0 to 16 iter_args(%acc = %z) -> (f32) {
-    %v = affine.load %a[%i] : memref<16xf32>
-    %n = arith.addf %acc, %v : f32
-    affine.yield %n : f32
+// Negative (the crash shape, llvm-project's test for issue 212046): loops whose iter_args
+// results are used get producer-consumer fusion only; after tiling, MLIR's sibling fusion
+// of them segfaults.
+func.func @live_loop_results() -> i64 {
+  %a = memref.alloc() : memref<4xi64>
+  %b = memref.alloc() : memref<4xi64>
+  %c = memref.alloc() : memref<4xi64>
+  %c0 = arith.constant 0 : i64
+  %c3 = arith.constant 3 : i64
+  %c7 = arith.constant 7 : i64
+  affine.for %i = 0 to 4 {
+    affine.store %c3, %a[%i] : memref<4xi64>
   }
-  affine.for %i = 0 to 16 {
-    %v = affine.load %a[%i] : memref<16xf32>
-    %m = arith.mulf %v, %v : f32
-    affine.store %m, %out[%i] : memref<16xf32>
+  affine.for %i = 0 to 4 {
+    affine.store %c0, %b[%i] : memref<4xi64>
+    affine.store %c0, %c[%i] : memref<4xi64>
   }
-  return %s : f32
+  affine.for %i = 0 to 4 {
+    %v = affine.load %a[%i] : memref<4xi64>
+    %p = arith.muli %v, %c3 : i64
+    affine.store %p, %b[%i] : memref<4xi64>
+  }
+  affine.for %i = 0 to 4 {
+    %v = affine.load %b[%i] : memref<4xi64>
+    %q = arith.addi %v, %c7 : i64
+    affine.store %q, %c[%i] : memref<4xi64>
+  }
+  %sum0 = affine.for %i = 0 to 4 iter_args(%sum = %c0) -> i64 {
+    %v = affine.load %b[%i] : memref<4xi64>
+    %next = arith.addi %sum, %v : i64
+    affine.yield %next : i64
+  }
+  %sum1 = affine.for %i = 0 to 4 iter_args(%sum = %c0) -> i64 {
+    %v = affine.load %c[%i] : memref<4xi64>
+    %next = arith.addi %sum, %v : i64
+    affine.yield %next : i64
+  }
+  %sum = arith.addi %sum0, %sum1 : i64
+  return %sum : i64
 }
-
 
 // -----
 
