@@ -43,7 +43,8 @@ IR_FOLDER = "ir"
 SETTINGS = ("pef_name", "entry", "batch_size", "inference")
 #: accel options that apply to .mlir input (the rest belong to accel.compile).
 MLIR_OPTIONS = ("target", "opt_level", "cache", "disable_affine_fusion",
-                "disable_reduce_reduce_fusion", "disable_unsafe_math_canonicalizations")
+                "disable_reduce_reduce_fusion", "disable_unsafe_math_canonicalizations",
+                "disable_fast_math")
 #: Seconds a compile runs before the progress line appears on a terminal.
 PROGRESS_DELAY = 1.0
 

@@ -26,7 +26,7 @@ VERIFY_ATOL = 1e-5
 TARGETS = ("cpu", "rdu", "mncore")
 #: The options that switch accel's fusion passes off (all fusion is off at opt_level 0).
 FUSION_OPTIONS = ("disable_affine_fusion", "disable_reduce_reduce_fusion",
-                  "disable_unsafe_math_canonicalizations")
+                  "disable_unsafe_math_canonicalizations", "disable_fast_math")
 SUPPORTED_TARGETS = ("cpu",)
 
 
@@ -62,8 +62,8 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
         (bool,), False, "Do not fuse reduction chains (accel-reduce-reduce-fusion: "
         "attention without the score matrix)."),
     "disable_fast_math": OptionSpec(
-        (bool,), False, "Keep strict IEEE semantics (no fast-math flags). No fast-math flags "
-        "are set yet, so True is already the behaviour."),
+        (bool,), False, "Keep strict IEEE semantics: no fast-math flags (the unsafe-math "
+        "pass then does not reassociate reductions)."),
     "disable_unsafe_math_canonicalizations": OptionSpec(
         (bool,), False, "Forbid value-changing float rewrites (accel-unsafe-math-"
         "canonicalize: x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated reductions)."),

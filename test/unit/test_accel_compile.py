@@ -123,7 +123,7 @@ def test_mlir_file(tmp_path: Path, run_tool) -> None:
         "batch_size": None, "inference": False,
         "options": {"target": "cpu", "opt_level": 2, "cache": False,
                     "disable_affine_fusion": False, "disable_reduce_reduce_fusion": False,
-                    "disable_unsafe_math_canonicalizations": False}}
+                    "disable_unsafe_math_canonicalizations": False, "disable_fast_math": False}}
     rc, err = run_tool("add.mlir", "--target", "cpu")
     assert rc == 0 and err == "accel-compile: wrote out/add (entry @add)\n", err
     assert (tmp_path / "out" / "add" / "manifest.json").is_file()

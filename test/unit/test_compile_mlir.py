@@ -582,7 +582,7 @@ def test_libm_calls_resolve() -> None:
 
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match=r"unknown compile_mlir option 'O3'; valid options: "
-                                         r"cache, disable_affine_fusion, "
+                                         r"cache, disable_affine_fusion, disable_fast_math, "
                                          r"disable_reduce_reduce_fusion, "
                                          r"disable_unsafe_math_canonicalizations, filename, "
                                          r"opt_level"):
@@ -600,3 +600,26 @@ def test_single_complex_scalar_result() -> None:
       return %r : complex<f64>
     }""", {"cache": False})
     assert mod.invoke("sq", 1 + 2j) == (1 + 2j) ** 2
+
+
+def test_disable_fast_math_drops_reassociation_flags() -> None:
+    """The unsafe-math pass marks reductions `reassoc` unless fast math is disabled."""
+    src = """
+    func.func @total(%x: tensor<64xf32>) -> tensor<f32> {
+      %zero = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<f32>
+      %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+      %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                           iterator_types = ["reduction"]}
+          ins(%x : tensor<64xf32>) outs(%init : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %n = arith.addf %a, %acc : f32
+        linalg.yield %n : f32
+      } -> tensor<f32>
+      return %s : tensor<f32>
+    }"""
+    fast = compile_mlir(src, {"cache": False, "opt_level": 1})
+    strict = compile_mlir(src, {"cache": False, "opt_level": 1, "disable_fast_math": True})
+    assert "reassoc" in fast.mlir_llvm and "reassoc" not in strict.mlir_llvm
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    assert abs(float(strict.invoke("total", x)) - float(np.sum(x, dtype=np.float64))) < 1e-5

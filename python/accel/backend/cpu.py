@@ -154,6 +154,9 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
         return [], BUFFERIZE, LOWER_TO_LLVM
     fuse = [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
             and (p.startswith("func.func(") or lookup_pass(p) is not None)]
+    if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
+        fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
+                else p for p in fuse]
     bufferize = BUFFERIZE
     if not opts["disable_affine_fusion"]:
         at = BUFFERIZE.index(DEALLOCATE_MARK)
@@ -170,11 +173,13 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "disable_affine_fusion": False,
     "disable_reduce_reduce_fusion": False,
     "disable_unsafe_math_canonicalizations": False,
+    # No fast-math flags at all (the unsafe-math pass's reassociated reductions included).
+    "disable_fast_math": False,
 }
 
 #: Options that change the generated code (the compile cache key covers them).
 CODE_OPTIONS = ("opt_level", "disable_affine_fusion", "disable_reduce_reduce_fusion",
-                "disable_unsafe_math_canonicalizations")
+                "disable_unsafe_math_canonicalizations", "disable_fast_math")
 
 
 def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -189,8 +194,7 @@ def _check_options(options: dict[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"option 'opt_level' must be an int from 0 to 3, got {level!r}")
     if not isinstance(merged["filename"], str):
         raise ValueError(f"option 'filename' must be a str, got {merged['filename']!r}")
-    for flag in ("cache", "disable_affine_fusion", "disable_reduce_reduce_fusion",
-                 "disable_unsafe_math_canonicalizations"):
+    for flag in ("cache", *CODE_OPTIONS[1:]):
         if not isinstance(merged[flag], bool):
             raise ValueError(f"option {flag!r} must be a bool, got {merged[flag]!r}")
     return merged
