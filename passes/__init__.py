@@ -13,6 +13,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     emit_c_interface,
     mncore_strip_layouts,
     prepare_one_shot,
+    reduce_reduce_fusion,
     unsafe_math_canonicalize,
 )
 from accel.passes.base import (

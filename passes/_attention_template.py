@@ -1,0 +1,298 @@
+"""The blocked online-softmax loop nest of `accel-reduce-reduce-fusion`, as MLIR text.
+
+`render_attention(spec)` returns a `func.func @fused(%q, %kt, %v, %x...)` computing
+`softmax(scores(Q @ K^T)) @ V` block by block (flash attention) with static tile shapes:
+full query/key blocks in `scf.for` loops, the remainders (S not a multiple of the block
+size) as one peeled tile each, so every linalg op has static sizes (the affine lowering
+downstream needs them). Each score generic (scale, mask) is a placeholder `linalg.generic`
+with the attribute `accel.rrf_body = <index>` and a trivial body: the pass copies the
+original body in. The pass splices the function body in place of the matched chain.
+
+Per (batch b, query tile i), with m = -inf, l = 0, acc = 0 and for each key tile j:
+
+    s = Q[b, i] @ K^T[b, :, j];  s = score_ops(s, mask tiles)
+    mb = rowmax(s);  m_new = max(m, mb);  m_safe = m_new == -inf ? 0 : m_new
+    p = exp(s - m_safe);  alpha = exp(m - m_safe)
+    l = l * alpha + rowsum(p);  acc = acc * alpha + p @ V[b, j];  m = max(m, mb)
+    out[b, i] = acc / l          (SDPA: 0 where m == -inf)
+
+Every loop-carried tensor is updated by an op whose `outs` is its iter_arg, after the last
+read of the old value, so One-Shot Bufferize keeps them in place (it rejects loops whose
+yields are not equivalent to their iter_args) even after elementwise fusion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+BODY_ATTR = "accel.rrf_body"
+
+_ID1 = "affine_map<(d0) -> (d0)>"
+_ID2 = "affine_map<(d0, d1) -> (d0, d1)>"
+_ROW = "affine_map<(d0, d1) -> (d0)>"
+_PAR1 = '["parallel"]'
+_PAR2 = '["parallel", "parallel"]'
+_RED2 = '["parallel", "reduction"]'
+_MM_MAPS = ("affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+            "affine_map<(d0, d1, d2) -> (d0, d2)>")
+_MM_ITERS = '["parallel", "reduction", "parallel"]'
+
+
+@dataclass
+class Slice:
+    """A broadcast operand of a score op: function argument `arg` sliced per tile."""
+
+    arg: str  # "%x3"
+    type: str  # its full tensor type
+    rank: int
+    offsets: list[str]  # per dim: "b<k>" (batch index k), "i", "j" or "0"
+    kept: list[str]  # tile dims the slice keeps, in order: "d0" (query) / "d1" (key)
+    elt: str
+
+
+@dataclass
+class ScoreOp:
+    """A score generic: per input, None for the scores or the operand's slice."""
+
+    inputs: list[Slice | None]
+    block_types: list[str]  # element types of the body's arguments (inputs, then out)
+
+
+@dataclass
+class Spec:
+    """Everything the template needs (shapes are static)."""
+
+    batch_shape: list[int]  # leading dims of the softmax space ([] for 2-D matmuls)
+    batched: bool
+    m: int  # query rows
+    n: int  # keys
+    d: int  # head dim of Q and K
+    dv: int  # head dim of V
+    q_type: str
+    kt_type: str
+    v_type: str
+    out_type: str
+    extra_args: list[tuple[str, str]]  # (name, type) after %q, %kt, %v
+    score_ops: list[ScoreOp] = field(default_factory=list)
+    zero_masked_rows: bool = False
+    block_q: int = 64
+    block_k: int = 64
+
+
+class _Text:
+    """Lines of MLIR and fresh SSA names (unique across the whole function)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.count = 0
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"%{stem}{self.count}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def generic(self, maps: str, iters: str, ins: list[tuple[str, str]],
+                outs: tuple[str, str], args: list[str], body: list[str], stem: str,
+                attrs: str = "") -> str:
+        """Emit a `linalg.generic`; `body` uses the argument names in `args`."""
+        name = self.fresh(stem)
+        ins_text = f"ins({', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}) " \
+            if ins else ""
+        extra = f" attrs = {{{attrs}}}" if attrs else ""
+        self.emit(f"{name} = linalg.generic {{indexing_maps = [{maps}], iterator_types = "
+                  f"{iters}}} {ins_text}outs({outs[0]} : {outs[1]}){extra} {{")
+        self.emit(f"^bb0({', '.join(args)}):")
+        self.lines += ["  " + line for line in body]
+        self.emit(f"}} -> {outs[1]}")
+        return name
+
+    def empty(self, shape: list[int]) -> str:
+        name = self.fresh("e")
+        self.emit(f"{name} = tensor.empty() : {_ty(shape)}")
+        return name
+
+    def fill(self, value: str, shape: list[int]) -> str:
+        empty = self.empty(shape)
+        name = self.fresh("f")
+        self.emit(f"{name} = linalg.fill ins({value} : f32) outs({empty} : {_ty(shape)}) "
+                  f"-> {_ty(shape)}")
+        return name
+
+
+def _ty(shape: list[int], elt: str = "f32") -> str:
+    return "tensor<" + "".join(f"{s}x" for s in shape) + f"{elt}>"
+
+
+def _slice(t: _Text, source: str, source_type: str, offsets: list[str], sizes: list[str],
+           result_type: str) -> str:
+    name = t.fresh("sl")
+    ones = ", ".join("1" for _ in offsets)
+    t.emit(f"{name} = tensor.extract_slice {source}[{', '.join(offsets)}] "
+           f"[{', '.join(sizes)}] [{ones}] : {source_type} to {result_type}")
+    return name
+
+
+def _key_step(t: _Text, spec: Spec, tile: dict[str, str], qs: int, j: str, ks: int,
+              carried: tuple[str, str, str]) -> tuple[str, str, str]:
+    """One key block of the online softmax; returns the new (m, l, acc)."""
+    m, total, acc = carried
+    lead = [tile["b"]] if spec.batched else []
+    one = ["1"] if spec.batched else []
+    kt = _slice(t, "%kt", spec.kt_type, [*lead, "0", j], [*one, str(spec.d), str(ks)],
+                _ty([spec.d, ks]))
+    v = _slice(t, "%v", spec.v_type, [*lead, j, "0"], [*one, str(ks), str(spec.dv)],
+               _ty([ks, spec.dv]))
+    s_t = _ty([qs, ks])
+    row_t = _ty([qs])
+    acc_t = _ty([qs, spec.dv])
+    mac = ["%p0 = arith.mulf %a, %b : f32", "%p1 = arith.addf %c, %p0 : f32",
+           "linalg.yield %p1 : f32"]
+    s = t.generic(_MM_MAPS, _MM_ITERS, [(tile["q"], _ty([qs, spec.d])), (kt, _ty([spec.d, ks]))],
+                  (t.fill("%zero", [qs, ks]), s_t), ["%a: f32", "%b: f32", "%c: f32"], mac, "s")
+    for n, op in enumerate(spec.score_ops):
+        ins: list[tuple[str, str]] = []
+        maps: list[str] = []
+        for operand in op.inputs:
+            if operand is None:
+                ins.append((s, s_t))
+                maps.append(_ID2)
+            elif operand.rank == 0:
+                ins.append((operand.arg, operand.type))
+                maps.append("affine_map<(d0, d1) -> ()>")
+            else:
+                where = {"i": tile["i"], "j": j, "0": "0"}
+                offsets = [where.get(o, tile.get(o, o)) for o in operand.offsets]
+                sizes = [str(qs) if o == "i" else str(ks) if o == "j" else "1"
+                         for o in operand.offsets]
+                shape = [qs if k == "d0" else ks for k in operand.kept]
+                sliced = _slice(t, operand.arg, operand.type, offsets, sizes,
+                                _ty(shape, operand.elt))
+                ins.append((sliced, _ty(shape, operand.elt)))
+                maps.append(f"affine_map<(d0, d1) -> ({', '.join(operand.kept)})>")
+        args = [f"%ba{k}: {ty}" for k, ty in enumerate(op.block_types)]
+        s = t.generic(", ".join([*maps, _ID2]), _PAR2, ins, (t.empty([qs, ks]), s_t), args,
+                      [f"linalg.yield %ba{op.inputs.index(None)} : f32"], "sc",
+                      attrs=f"{BODY_ATTR} = {n} : i64")
+    mb = t.generic(f"{_ID2}, {_ROW}", _RED2, [(s, s_t)], (t.fill("%ninf", [qs]), row_t),
+                   ["%a: f32", "%o: f32"],
+                   ["%r = arith.maximumf %a, %o : f32", "linalg.yield %r : f32"], "mb")
+    safe = t.generic(f"{_ID1}, {_ID1}, {_ID1}", _PAR1, [(m, row_t), (mb, row_t)],
+                     (t.empty([qs]), row_t), ["%a: f32", "%b: f32", "%o: f32"],
+                     ["%r = arith.maximumf %a, %b : f32",
+                      "%inf = arith.cmpf oeq, %r, %ninf : f32",
+                      "%r2 = arith.select %inf, %zero, %r : f32", "linalg.yield %r2 : f32"],
+                     "ms")
+    expm = ["%d = arith.subf %a, %b : f32", "%r = math.exp %d : f32", "linalg.yield %r : f32"]
+    alpha = t.generic(f"{_ID1}, {_ID1}, {_ID1}", _PAR1, [(m, row_t), (safe, row_t)],
+                      (t.empty([qs]), row_t), ["%a: f32", "%b: f32", "%o: f32"], expm, "al")
+    p = t.generic(f"{_ID2}, {_ROW}, {_ID2}", _PAR2, [(s, s_t), (safe, row_t)],
+                  (t.empty([qs, ks]), s_t), ["%a: f32", "%b: f32", "%o: f32"], expm, "p")
+    scale = ["%r = arith.mulf %o, %a : f32", "linalg.yield %r : f32"]
+    l_scaled = t.generic(f"{_ID1}, {_ID1}", _PAR1, [(alpha, row_t)], (total, row_t),
+                         ["%a: f32", "%o: f32"], scale, "ls")
+    l_new = t.generic(f"{_ID2}, {_ROW}", _RED2, [(p, s_t)], (l_scaled, row_t),
+                      ["%a: f32", "%o: f32"],
+                      ["%r = arith.addf %a, %o : f32", "linalg.yield %r : f32"], "l")
+    acc_scaled = t.generic(f"{_ROW}, {_ID2}", _PAR2, [(alpha, row_t)], (acc, acc_t),
+                           ["%a: f32", "%o: f32"], scale, "as")
+    acc_new = t.generic(_MM_MAPS, _MM_ITERS, [(p, s_t), (v, _ty([ks, spec.dv]))],
+                        (acc_scaled, acc_t), ["%a: f32", "%b: f32", "%c: f32"], mac, "acc")
+    # Last, in place on the carried max: every read of the old m is above.
+    m_new = t.generic(f"{_ID1}, {_ID1}", _PAR1, [(mb, row_t)], (m, row_t),
+                      ["%a: f32", "%o: f32"],
+                      ["%r = arith.maximumf %o, %a : f32", "linalg.yield %r : f32"], "m")
+    return m_new, l_new, acc_new
+
+
+def _query_tile(t: _Text, spec: Spec, b: dict[str, str], i: str, qs: int, out: str) -> str:
+    """Attention for query rows [i, i + qs) of batch b; returns `out` with them inserted."""
+    lead = [b["b"]] if spec.batched else []
+    one = ["1"] if spec.batched else []
+    q = _slice(t, "%q", spec.q_type, [*lead, i, "0"], [*one, str(qs), str(spec.d)],
+               _ty([qs, spec.d]))
+    tile = {**b, "q": q, "i": i}
+    row_t, acc_t = _ty([qs]), _ty([qs, spec.dv])
+    carried = (t.fill("%ninf", [qs]), t.fill("%zero", [qs]), t.fill("%zero", [qs, spec.dv]))
+    full = spec.n // spec.block_k * spec.block_k
+    if full:
+        j = t.fresh("j")
+        names = (t.fresh("m"), t.fresh("l"), t.fresh("acc"))
+        loop = t.fresh("kl")
+        t.emit(f"{loop}:3 = scf.for {j} = %c0 to %c{full} step %c{spec.block_k} iter_args("
+               f"{names[0]} = {carried[0]}, {names[1]} = {carried[1]}, "
+               f"{names[2]} = {carried[2]}) -> ({row_t}, {row_t}, {acc_t}) {{")
+        result = _key_step(t, spec, tile, qs, j, spec.block_k, names)
+        t.emit(f"scf.yield {', '.join(result)} : {row_t}, {row_t}, {acc_t}")
+        t.emit("}")
+        carried = (f"{loop}#0", f"{loop}#1", f"{loop}#2")
+    if spec.n - full:
+        carried = _key_step(t, spec, tile, qs, str(full), spec.n - full, carried)
+    m, total, acc = carried
+    if spec.zero_masked_rows:  # SDPA: rows with every score -inf give 0, not 0 / 0
+        body = ["%q0 = arith.divf %a, %b : f32", "%inf = arith.cmpf oeq, %c, %ninf : f32",
+                "%r = arith.select %inf, %zero, %q0 : f32", "linalg.yield %r : f32"]
+    else:
+        body = ["%q0 = arith.divf %a, %b : f32", "linalg.yield %q0 : f32"]
+    normed = t.generic(f"{_ID2}, {_ROW}, {_ROW}, {_ID2}", _PAR2,
+                       [(acc, acc_t), (total, row_t), (m, row_t)], (t.empty([qs, spec.dv]), acc_t),
+                       ["%a: f32", "%b: f32", "%c: f32", "%o: f32"], body, "o")
+    name = t.fresh("ins")
+    t.emit(f"{name} = tensor.insert_slice {normed} into {out}[{', '.join([*lead, i, '0'])}] "
+           f"[{', '.join([*one, str(qs), str(spec.dv)])}] "
+           f"[{', '.join('1' for _ in [*lead, i, '0'])}] : {acc_t} into {spec.out_type}")
+    return name
+
+
+def _batch(t: _Text, spec: Spec, bt: str, out: str) -> str:
+    """All query tiles of flat batch index `bt` (`out` threaded through)."""
+    b = {"b": bt}
+    if spec.batched:
+        for k, size in enumerate(spec.batch_shape):
+            inner = math.prod(spec.batch_shape[k + 1:])
+            quot = t.fresh("bq")
+            t.emit(f"{quot} = arith.divui {bt}, %c{inner} : index")
+            b[f"b{k}"] = t.fresh("b")
+            t.emit(f"{b[f'b{k}']} = arith.remui {quot}, %c{size} : index")
+    full = spec.m // spec.block_q * spec.block_q
+    if full:
+        i, acc, loop = t.fresh("i"), t.fresh("out"), t.fresh("ql")
+        t.emit(f"{loop} = scf.for {i} = %c0 to %c{full} step %c{spec.block_q} "
+               f"iter_args({acc} = {out}) -> ({spec.out_type}) {{")
+        t.emit(f"scf.yield {_query_tile(t, spec, b, i, spec.block_q, acc)} : {spec.out_type}")
+        t.emit("}")
+        out = loop
+    if spec.m - full:
+        out = _query_tile(t, spec, b, str(full), spec.m - full, out)
+    return out
+
+
+def render_attention(spec: Spec) -> str:
+    """The fused attention as `func.func @fused` (see the module docstring)."""
+    t = _Text()
+    consts = {0, 1, spec.block_q, spec.block_k, spec.m // spec.block_q * spec.block_q,
+              spec.n // spec.block_k * spec.block_k}
+    if spec.batched:
+        consts.add(math.prod(spec.batch_shape))
+        consts |= set(spec.batch_shape)
+        consts |= {math.prod(spec.batch_shape[k + 1:]) for k in range(len(spec.batch_shape))}
+    for c in sorted(consts):
+        t.emit(f"%c{c} = arith.constant {c} : index")
+    t.emit("%zero = arith.constant 0.0 : f32")
+    t.emit("%ninf = arith.constant 0xFF800000 : f32")
+    t.emit(f"%init = tensor.empty() : {spec.out_type}")
+    if spec.batched:
+        bt, out, result = t.fresh("bt"), t.fresh("out"), t.fresh("res")
+        t.emit(f"{result} = scf.for {bt} = %c0 to %c{math.prod(spec.batch_shape)} step %c1 "
+               f"iter_args({out} = %init) -> ({spec.out_type}) {{")
+        t.emit(f"scf.yield {_batch(t, spec, bt, out)} : {spec.out_type}")
+        t.emit("}")
+    else:
+        result = _batch(t, spec, "", "%init")
+    args = [("%q", spec.q_type), ("%kt", spec.kt_type), ("%v", spec.v_type),
+            *spec.extra_args]
+    signature = ", ".join(f"{n}: {ty}" for n, ty in args)
+    return (f"func.func @fused({signature}) -> {spec.out_type} {{\n" +
+            "\n".join(t.lines) + f"\nreturn {result} : {spec.out_type}\n}}")

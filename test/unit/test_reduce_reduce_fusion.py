@@ -1,0 +1,186 @@
+"""`accel-reduce-reduce-fusion`: fused attention against eager PyTorch.
+
+Each case imports a PyTorch attention with `accel.import_torch`, runs the pass (checking
+that it fired, by the batched matmuls it removed), compiles with `compile_mlir` and compares
+with eager at rtol=1e-4. Block sizes are small and S is chosen so that both the looped full
+blocks and the peeled remainder tiles run. Masked variants cover additive masks, causal
+`masked_fill`/`where`, SDPA's `is_causal`/`attn_mask`, and rows masked entirely (NaN in
+naive softmax, 0 in SDPA, as in eager).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import accel
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from accel.passes import OptionError, lookup_pass
+from accel.pipeline import run_pipeline
+
+RTOL, ATOL = 1e-4, 1e-5
+PASS = "accel-reduce-reduce-fusion"
+
+
+def _fuse_and_compile(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *,
+                      block: int = 16, query_block: int = 8) -> tuple[Any, int]:
+    """(compiled module, number of attentions fused)."""
+    module = accel.import_torch(fn, inputs)
+    before = str(module).count("linalg.batch_matmul") + str(module).count("linalg.matmul ")
+    with module.context:
+        run_pipeline(module, f"builtin.module({PASS}{{block-size={block} "
+                             f"query-block-size={query_block}}})")
+    after = str(module).count("linalg.batch_matmul") + str(module).count("linalg.matmul ")
+    compiled = accel.compile_mlir(module, {"cache": False, "opt_level": 1,
+                                           "disable_reduce_reduce_fusion": True})
+    return compiled, (before - after) // 2
+
+
+def _check(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, fused: int = 1,
+           **blocks: int) -> None:
+    compiled, count = _fuse_and_compile(fn, inputs, **blocks)
+    assert count == fused
+    got = torch.from_numpy(np.asarray(compiled.invoke("main", *[x.numpy() for x in inputs])))
+    with torch.no_grad():
+        expected = fn(*inputs)
+    torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
+def _qkv(*shape: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
+    return q, k, v
+
+
+# --- the attention forms ---------------------------------------------------------------
+
+
+def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def naive_additive_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        mask: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.transpose(-2, -1) * 0.125 + mask, dim=-1) @ v
+
+
+def naive_causal_masked_fill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    s = q.shape[-2]
+    future = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)
+    scores = (q @ k.transpose(-2, -1) * 0.125).masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def naive_causal_where_tril(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    s = q.shape[-2]
+    keep = torch.tril(torch.ones(s, s)) > 0
+    scores = torch.where(keep, q @ k.transpose(-2, -1), torch.tensor(float("-inf")))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def sdpa_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def sdpa_float_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    mask: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+# S = 8 (one block each way), 37 and 69 (full blocks plus remainders).
+SHAPES = [(2, 8, 4), (1, 3, 37, 8), (2, 2, 69, 16)]
+UNMASKED = [naive, naive_causal_masked_fill, naive_causal_where_tril, sdpa, sdpa_causal]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("fn", UNMASKED, ids=lambda f: f.__name__)
+def test_attention_matches_eager(fn: Callable[..., torch.Tensor], shape: tuple[int, ...]) -> None:
+    _check(fn, _qkv(*shape))
+
+
+@pytest.mark.parametrize("fn", [naive_additive_mask, sdpa_float_mask], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mask_shape", [(37, 37), (3, 37, 37), (1, 1, 37)],
+                         ids=["SxS", "per-head", "key-padding"])
+def test_additive_masks(fn: Callable[..., torch.Tensor], mask_shape: tuple[int, ...]) -> None:
+    q, k, v = _qkv(2, 3, 37, 8, seed=1)
+    mask = torch.randn(*mask_shape, generator=torch.Generator().manual_seed(2))
+    _check(fn, (q, k, v, mask))
+
+
+def test_two_dimensional_attention() -> None:
+    _check(naive, _qkv(45, 8))
+
+
+def test_fully_masked_rows_match_eager() -> None:
+    """Rows whose mask is -inf everywhere: NaN for naive softmax, 0 for SDPA (as eager)."""
+    q, k, v = _qkv(1, 2, 20, 8, seed=3)
+    mask = torch.zeros(20, 20)
+    mask[3] = float("-inf")
+    mask[17] = float("-inf")
+    with torch.no_grad():
+        assert torch.isnan(naive_additive_mask(q, k, v, mask)[0, 0, 3]).all()
+    _check(naive_additive_mask, (q, k, v, mask))
+    _check(sdpa_float_mask, (q, k, v, mask))
+
+
+def test_default_block_sizes() -> None:
+    _check(sdpa_causal, _qkv(1, 2, 200, 16), block=64, query_block=64)
+
+
+# --- what must not fuse ----------------------------------------------------------------
+
+
+def test_probabilities_used_elsewhere_are_left_alone() -> None:
+    def returns_probs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Any:
+        p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        return p @ v, p
+
+    q, k, v = _qkv(2, 8, 4)
+    _, count = _fuse_and_compile(returns_probs, (q, k, v))
+    assert count == 0
+
+
+def test_softmax_over_queries_is_left_alone() -> None:
+    def wrong_axis(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-2) @ v
+
+    _, count = _fuse_and_compile(wrong_axis, _qkv(2, 8, 4))
+    assert count == 0
+
+
+def test_bad_block_size_is_an_option_error() -> None:
+    cls = lookup_pass(PASS)
+    assert cls is not None
+    with pytest.raises(OptionError, match="block-size"):
+        from accel.passes.base import instantiate
+
+        instantiate(cls, "block-size=0")
+
+
+# --- the model zoo with fusion on -------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_model_zoo_transformers(name: str) -> None:
+    from test_model_zoo import BertHidden, GPT2Logits, _input_ids, _tiny_bert, _tiny_gpt2
+
+    if name == "gpt2":
+        model: torch.nn.Module = GPT2Logits(_tiny_gpt2(), explicit_mask=True).eval()
+    else:
+        model = BertHidden(_tiny_bert()).eval()
+    compiled, count = _fuse_and_compile(model, (_input_ids(0),), block=5, query_block=6)
+    assert count == 2  # one attention per layer
+    ids = _input_ids(1)
+    got = torch.from_numpy(np.asarray(compiled.invoke("main", ids.numpy())))
+    with torch.no_grad():
+        expected = model(ids)
+    torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL)
