@@ -461,8 +461,9 @@ def test_op_group(ops: list[Op]) -> None:
     check(ops)
 
 
-@pytest.mark.parametrize(
-    "o", [pytest.param(o, marks=pytest.mark.xfail(strict=True, reason=o.xfail)) for o in FAILING],
-    ids=[o.name for o in FAILING])
-def test_op_xfail(o: Op) -> None:
-    check([o])
+if FAILING:  # no test (rather than an "empty parameter set" skip) while nothing fails
+    @pytest.mark.parametrize(
+        "o", [pytest.param(o, marks=pytest.mark.xfail(strict=True, reason=o.xfail))
+              for o in FAILING], ids=[o.name for o in FAILING])
+    def test_op_xfail(o: Op) -> None:
+        check([o])
