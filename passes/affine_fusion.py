@@ -53,7 +53,7 @@ from typing import Literal
 
 from accel.ir import InsertionPoint, Module, Operation, dialects, ir
 from accel.isolation import IsolatedFailure, run_pipeline_isolated
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: Ops that make a second SSA name for (part of) a buffer.
 VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
@@ -65,21 +65,9 @@ def _functions(module: Operation) -> list[Operation]:
             if op.operation.name == "func.func" and op.operation.regions[0].blocks]
 
 
-def _walk(root: Operation, names: tuple[str, ...] | None = None) -> list[Operation]:
-    found: list[Operation] = []
-
-    def visit(op: Operation) -> ir.WalkResult:
-        if names is None or op.name in names:
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 def has_live_loop_results(func: Operation) -> bool:
     """True when an `affine.for` in `func` returns values that are used (the crash shape)."""
-    return any(list(r.uses) for op in _walk(func, ("affine.for",)) for r in op.results)
+    return any(list(r.uses) for op in ops_named(func, ("affine.for",)) for r in op.results)
 
 
 # -- guard 1: one SSA name per buffer --------------------------------------------------------
@@ -163,7 +151,7 @@ def _fold_view_accesses(func: Operation) -> None:
     changed = True
     while changed:
         changed = False
-        for op in _walk(func, ("affine.load", "affine.store")):
+        for op in ops_named(func, ("affine.load", "affine.store")):
             slot = 0 if op.name == "affine.load" else 1
             memref = op.operands[slot]
             owner = memref.owner
@@ -186,7 +174,7 @@ def _accesses(op: Operation) -> tuple[set[ir.Value], set[ir.Value]]:
     """Buffers `op` (with everything nested) reads and writes through affine accesses."""
     reads: set[ir.Value] = set()
     writes: set[ir.Value] = set()
-    for access in _walk(op, ("affine.load", "affine.store")):
+    for access in ops_named(op, ("affine.load", "affine.store")):
         if access.name == "affine.load":
             reads.add(access.operands[0])
         else:
@@ -211,7 +199,7 @@ def _write_after_read(func: Operation) -> str | None:
 
 def _initialises(nest: Operation, memref: ir.Value) -> bool:
     """Every store of `nest` into `memref` stores a value computed without loading memory."""
-    for store in _walk(nest, ("affine.store",)):
+    for store in ops_named(nest, ("affine.store",)):
         if store.operands[1] != memref:
             continue
         frontier = [store.operands[0].owner]
@@ -250,7 +238,7 @@ def _unsound_reason(func: Operation) -> str | None:
     hazard = _write_after_read(func) or _many_writers(func)
     if hazard:
         return hazard
-    for op in _walk(func):
+    for op in ops_named(func):
         if op.name in VIEW_OPS and any(
                 use.owner.name not in ("func.return", "memref.dealloc")
                 for r in op.results for use in r.uses):
@@ -274,10 +262,10 @@ def _inside_affine_loop(op: Operation) -> bool:
 
 def prepare(func: Operation) -> str | None:
     """Make `func` alias-free for fusion; returns why it still is not (None: ready)."""
-    for copy in _walk(func, ("memref.copy",)):
+    for copy in ops_named(func, ("memref.copy",)):
         _copy_to_loops(copy)
     _fold_view_accesses(func)
-    for view in reversed(_walk(func, VIEW_OPS)):  # views nothing reads any more
+    for view in reversed(ops_named(func, VIEW_OPS)):  # views nothing reads any more
         if not any(list(r.uses) for r in view.results):
             view.erase()
     return _unsound_reason(func)
@@ -309,12 +297,12 @@ _TAG = "accel.buffer"
 
 
 def _tag_buffers(func: Operation) -> None:
-    for i, alloc in enumerate(_walk(func, ("memref.alloc", "memref.alloca"))):
+    for i, alloc in enumerate(ops_named(func, ("memref.alloc", "memref.alloca"))):
         alloc.attributes[_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
 
 
 def _untag_buffers(func: Operation) -> None:
-    for alloc in _walk(func, ("memref.alloc", "memref.alloca")):
+    for alloc in ops_named(func, ("memref.alloc", "memref.alloca")):
         if _TAG in alloc.attributes:
             del alloc.attributes[_TAG]
 
@@ -354,7 +342,7 @@ def accumulations(func: Operation) -> dict[tuple[str, object], int]:
     """How many top-level nests accumulate into (load, update, store back) each buffer."""
     counts: dict[tuple[str, object], int] = {}
     for op in func.regions[0].blocks[0].operations:
-        keys = {_buffer_key(st.operands[1]) for st in _walk(op.operation, ("affine.store",))
+        keys = {_buffer_key(st.operands[1]) for st in ops_named(op.operation, ("affine.store",))
                 if _is_accumulation(st)}
         for key in keys - {None}:
             counts[key] = counts.get(key, 0) + 1  # type: ignore[index]
@@ -388,7 +376,7 @@ STACK_BYTES = 4096
 
 
 def _privates_to_stack(func: Operation) -> None:
-    for alloc in _walk(func, ("memref.alloc",)):
+    for alloc in ops_named(func, ("memref.alloc",)):
         if _TAG in alloc.attributes or alloc.operands:
             continue  # an original buffer, or dynamically sized
         memref = ir.MemRefType(alloc.results[0].type)
@@ -423,7 +411,7 @@ class AffineFusion(ModulePass):
             self.fail(module, f"compute-tolerance must be >= 0, got {self.compute_tolerance}")
         ready = []
         for func in _functions(module):
-            if not _walk(func, ("affine.for",)):
+            if not ops_named(func, ("affine.for",)):
                 continue
             if prepare(func) is None:
                 ready.append(func)

@@ -28,23 +28,11 @@ import re
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Location, Operation, dialects, ir
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: `void __accel_assert_fail(const char *message)`, provided by the runtime.
 FAIL_FUNCTION = "__accel_assert_fail"
 _MESSAGE_PREFIX = "__accel_assert_msg_"
-
-
-def _asserts(func: Operation) -> list[Operation]:
-    found: list[Operation] = []
-
-    def visit(op: Operation) -> ir.WalkResult:
-        if op.name == "cf.assert":
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 def _location_prefix(loc: Location) -> str:
@@ -113,7 +101,7 @@ class AssertToErrorReturn(ModulePass):
                  if op.operation.name == "func.func" and op.operation.regions[0].blocks]
         rewrote = False
         for func in funcs:
-            for assertion in _asserts(func):
+            for assertion in ops_named(func, ("cf.assert",)):
                 if assertion.parent != func:
                     self.fail(assertion, f"cf.assert nested in '{assertion.parent.name}' "
                               "cannot return from the function; run this pass after "

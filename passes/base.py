@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from accel.diagnostics import AccelError
-from accel.ir import Location, Module, Operation, OpView
+from accel.ir import Location, Module, Operation, OpView, ir
 
 _PASS_NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
@@ -351,6 +351,21 @@ def registered_passes() -> dict[str, type[Pass]]:
 
 def lookup_pass(name: str) -> type[Pass] | None:
     return registered_passes().get(name)
+
+
+def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
+              ) -> list[Operation]:
+    """Every op under `root` (itself and nested regions, outer first) whose name is in
+    `names` (all ops if None). A list, so passes may rewrite while iterating it."""
+    found: list[Operation] = []
+
+    def visit(op: Operation) -> ir.WalkResult:
+        if names is None or op.name in names:
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _location_of(where: Operation | OpView | Location | None) -> Location | None:

@@ -35,21 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes.base import FunctionPass, register_pass
+from accel.passes.base import FunctionPass, ops_named, register_pass
 
 _FRESH = ("memref.alloc", "memref.alloca")
-
-
-def _ops_named(func: Operation, name: str) -> list[Operation]:
-    found: list[Operation] = []
-
-    def visit(op: Operation) -> ir.WalkResult:
-        if op.name == name:
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 def _ancestor_in(op: Operation, block: ir.Block) -> Operation | None:
@@ -79,11 +67,11 @@ class PrepareOneShot(FunctionPass):
     def apply(self, func: Operation) -> None:
         # Fills first: a shared zero-filled accumulator becomes one fill (and empty) per user.
         for name in ("linalg.fill", "tensor.empty"):
-            for op in _ops_named(func, name):
+            for op in ops_named(func, (name,)):
                 self._one_per_user_clone(op)
-        for to_buffer in _ops_named(func, "bufferization.to_buffer"):
+        for to_buffer in ops_named(func, ("bufferization.to_buffer",)):
             self._one_per_user(to_buffer)
-        to_tensors = _ops_named(func, "bufferization.to_tensor")
+        to_tensors = ops_named(func, ("bufferization.to_tensor",))
         views: dict[ir.Value, int] = {}
         for op in to_tensors:
             views[op.operands[0]] = views.get(op.operands[0], 0) + 1

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._attention_template import BODY_ATTR, ScoreOp, Slice, Spec, render_attention
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 _NO_MATCH = None  # matchers return this when a chain does not have the expected shape
 _MATMULS = ("linalg.batch_matmul", "linalg.matmul")
@@ -571,18 +571,6 @@ def fuse_attention(att: _Attention, block_q: int, block_k: int) -> None:
     _erase_dead(att.chain)
 
 
-def _candidates(module: Operation) -> list[Operation]:
-    found: list[Operation] = []
-
-    def visit(op: Operation) -> ir.WalkResult:
-        if op.name in _MATMULS:
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 @register_pass
 @dataclass(frozen=True)
 class ReduceReduceFusion(ModulePass):
@@ -604,7 +592,7 @@ class ReduceReduceFusion(ModulePass):
         fused = True
         while fused:
             fused = False
-            for mm2 in _candidates(module):
+            for mm2 in ops_named(module, _MATMULS):
                 att = match_attention(mm2)
                 if att is not None:
                     fuse_attention(att, self.query_block_size, self.block_size)

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: Smallest positive normal number of each float type the reciprocal rewrite handles.
 _MIN_NORMAL = {"f16": 2.0**-14, "bf16": 2.0**-126, "f32": 2.0**-126, "f64": 2.0**-1022}
@@ -67,19 +67,6 @@ _LOOPS = ("scf.for", "affine.for")
 
 
 # -- analysis helpers ---------------------------------------------------------------------
-def _ops_named(root: Operation, names: tuple[str, ...]) -> list[Operation]:
-    """Every op in `root` (nested regions included) whose name is in `names`, in order."""
-    found: list[Operation] = []
-
-    def visit(op: Operation) -> ir.WalkResult:
-        if op.name in names:
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 def _element_type(t: ir.Type) -> ir.Type:
     """`t` itself, or the element type of a shaped type."""
     return t.element_type if isinstance(t, ir.ShapedType) else t
@@ -277,7 +264,7 @@ def _apply_until_stable(root: Operation, names: tuple[str, ...], rewrite: Rewrit
     changed = True
     while changed:
         changed = False
-        for op in _ops_named(root, names):
+        for op in ops_named(root, names):
             changed |= rewrite(op)
 
 
