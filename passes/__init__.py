@@ -11,6 +11,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     affine_fusion,
     assert_to_error_return,
     emit_c_interface,
+    matmul_microkernel,
     mncore_strip_layouts,
     prepare_one_shot,
     reduce_reduce_fusion,

@@ -272,6 +272,15 @@ def prepare(func: Operation) -> str | None:
 
 
 # -- guard 2: the upstream passes run in a child process ---------------------------------------
+def _declaration(func: Operation) -> str:
+    """`func.func private @name(args) -> (results)`: the function without its body."""
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    results = ", ".join(map(str, ftype.results))
+    return (f"func.func private @{name}({', '.join(map(str, ftype.inputs))})"
+            + (f" -> ({results})" if results else ""))
+
+
 def run_isolated(module: Operation, funcs: list[Operation], pipeline: str) -> str | None:
     """Run `pipeline` (nested under func.func) on `funcs` in a forked child process.
 
@@ -281,7 +290,8 @@ def run_isolated(module: Operation, funcs: list[Operation], pipeline: str) -> st
     for op in module.regions[0].blocks[0].operations:
         op = op.operation
         if op.name == "func.func" and op.regions[0].blocks and not any(op == f for f in funcs):
-            continue  # other functions are not needed: fusion never looks across calls
+            parts.append(_declaration(op))  # keeps calls valid; fusion never looks across
+            continue
         parts.append(op.get_asm(enable_debug_info=True))
     text = "module {\n" + "\n".join(parts) + "\n}\n"
     try:

@@ -47,6 +47,9 @@ MLIR_OPTIONS = ("target", "opt_level", "cache", "disable_affine_fusion",
                 "disable_fast_math")
 #: Seconds a compile runs before the progress line appears on a terminal.
 PROGRESS_DELAY = 1.0
+#: AOT library settings (the "aot" object of option.json, present only with --aot).
+AOT_DEFAULT_NAME = "accel_artifact"
+AOT_CPUS = ("host", "generic", "x86-64-v2", "x86-64-v3")
 
 DESCRIPTION = """\
 Compile a model for the host CPU (arguments after SambaFlow's `compile`) and write an
@@ -120,6 +123,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--verbose, plus Python tracebacks for errors")
     p.add_argument("--log-dir", metavar="DIR",
                    help="also write the warnings of the compile to DIR/<pef-name>.warnings.log")
+    aot = p.add_argument_group("ahead-of-time library (docs/aot.md)")
+    aot.add_argument("--aot", action="store_true", default=None,
+                     help="also write a C library of the entry function into the output "
+                          "folder: lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt")
+    aot.add_argument("--aot-name", metavar="NAME",
+                     help=f"name of the C function and prefix of the library files (default "
+                          f"{AOT_DEFAULT_NAME})")
+    aot.add_argument("--target-cpu", metavar="CPU", choices=AOT_CPUS,
+                     help="CPU the library is compiled for: host (default), generic (any "
+                          "x86-64), x86-64-v2, x86-64-v3")
+    aot.add_argument("--user-memory", action="store_true", default=None,
+                     help="the library takes a trailing scratch pool (and its size) and "
+                          "makes no heap allocation")
+    aot.add_argument("--num-iters", type=int, metavar="N",
+                     help="after compiling, run the function N times on the example inputs "
+                          "(the library's with --aot) and print the mean time")
     p.add_argument("--version", action="version", version=version_text(PROG))
     return p
 
@@ -174,11 +193,16 @@ class Settings:
     inference: bool = False
     #: accel options, all of them once resolved.
     options: dict[str, Any] = field(default_factory=dict)
+    #: AOT library settings (name, target_cpu, user_memory), None without --aot.
+    aot: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": OPTION_JSON_FORMAT, "tool": PROG, "pef_name": self.pef_name,
+        data = {"format": OPTION_JSON_FORMAT, "tool": PROG, "pef_name": self.pef_name,
                 "entry": self.entry, "batch_size": self.batch_size,
                 "inference": self.inference, "options": dict(self.options)}
+        if self.aot is not None:
+            data["aot"] = dict(self.aot)
+        return data
 
 
 def read_option_json(path: Path) -> dict[str, Any]:
@@ -191,7 +215,7 @@ def read_option_json(path: Path) -> dict[str, Any]:
                          col=err.colno) from None
     if not isinstance(data, dict):
         raise AccelError(f"expected a JSON object, got {type(data).__name__}", file=str(path))
-    known = ("format", "tool", *SETTINGS, "options")
+    known = ("format", "tool", *SETTINGS, "options", "aot")
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise AccelError(f"unknown key '{unknown[0]}' (valid: {', '.join(known)})",
@@ -202,7 +226,7 @@ def read_option_json(path: Path) -> dict[str, Any]:
     checks: dict[str, tuple[tuple[type, ...], str]] = {
         "pef_name": ((str,), "a string"), "entry": ((str, type(None)), "a string or null"),
         "batch_size": ((int, type(None)), "an int or null"), "inference": ((bool,), "a bool"),
-        "options": ((dict,), "an object"),
+        "options": ((dict,), "an object"), "aot": ((dict, type(None)), "an object or null"),
     }
     for key, (types, what) in checks.items():
         if key not in data:
@@ -210,7 +234,7 @@ def read_option_json(path: Path) -> dict[str, Any]:
         value = data[key]
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise AccelError(f"'{key}' must be {what}, got {json.dumps(value)}", file=str(path))
-    return {k: data[k] for k in (*SETTINGS, "options") if k in data}
+    return {k: data[k] for k in (*SETTINGS, "options", "aot") if k in data}
 
 
 def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool) -> Settings:
@@ -249,7 +273,33 @@ def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool) -> Settin
                          "fixed shapes)")
     inference = a.inference if a.inference is not None else base.get("inference", False)
     entry = a.entry if a.entry is not None else base.get("entry")
-    return Settings(pef_name, entry, batch_size, bool(inference), resolved)
+    return Settings(pef_name, entry, batch_size, bool(inference), resolved,
+                    resolve_aot(a, base.get("aot")))
+
+
+def resolve_aot(a: argparse.Namespace, base: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The AOT settings: option.json's "aot" object, then --aot/--aot-name/... (None: off)."""
+    given = {"name": a.aot_name, "target_cpu": a.target_cpu, "user_memory": a.user_memory}
+    if not a.aot and base is None:
+        used = [flag for flag, v in (("--aot-name", a.aot_name), ("--target-cpu", a.target_cpu),
+                                     ("--user-memory", a.user_memory)) if v is not None]
+        if used:
+            raise AccelError(f"{used[0]} applies to AOT libraries: add --aot")
+        return None
+    aot = {"name": AOT_DEFAULT_NAME, "target_cpu": "host", "user_memory": False}
+    for key, value in (base or {}).items():
+        if key not in aot:
+            raise AccelError(f"unknown key '{key}' in option.json's \"aot\" (valid: "
+                             f"{', '.join(aot)})")
+        aot[key] = value
+    aot.update({k: v for k, v in given.items() if v is not None})
+    if not isinstance(aot["name"], str) or not re.fullmatch(r"[A-Za-z_]\w*", aot["name"]):
+        raise AccelError(f"--aot-name must be a C identifier, got '{aot['name']}'")
+    if aot["target_cpu"] not in AOT_CPUS:
+        raise AccelError(f"--target-cpu must be one of {', '.join(AOT_CPUS)}, got "
+                         f"'{aot['target_cpu']}'")
+    aot["user_memory"] = bool(aot["user_memory"])
+    return aot
 
 
 # -- models ---------------------------------------------------------------------------------
@@ -434,6 +484,8 @@ class Build:
     seconds: float
     model_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: Example inputs (numpy) for --num-iters; None: zeros of the signature's shapes.
+    inputs: tuple[Any, ...] | None = None
 
 
 def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> Build:
@@ -471,7 +523,13 @@ def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> 
     first = next((p.ir for p in rec.phases if p.ir is not None), None)
     return Build(compiled.compiled, compiled.func_name, first,
                  None if compiled.module is None else str(compiled.module), rec,
-                 time.perf_counter() - start, model_seconds)
+                 time.perf_counter() - start, model_seconds,
+                 inputs=tuple(_to_numpy(x) for x in inputs))
+
+
+def _to_numpy(value: Any) -> Any:
+    detach = getattr(value, "detach", None)
+    return detach().cpu().numpy() if callable(detach) else value
 
 
 def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
@@ -566,6 +624,69 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
     return "\n".join(lines) + "\n"
 
 
+def write_aot_library(out: Path, s: Settings, b: Build) -> Any:
+    """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder."""
+    from accel.aot import build_library
+
+    assert s.aot is not None
+    try:
+        lib = build_library(b.compiled, s.aot["name"], out, entry=b.entry,
+                            target_cpu=s.aot["target_cpu"], user_memory=s.aot["user_memory"],
+                            opt_level=s.options.get("opt_level", 3))
+    except ValueError as err:
+        raise AccelError(str(err)) from None
+    try:
+        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
+            log.write(f"aot: lib{lib.name}.so {lib.name}.o {lib.name}.h README.txt (target "
+                      f"cpu {lib.target_cpu}" + (f", scratch {lib.scratch_bytes} bytes"
+                                                 if lib.user_memory else "") + ")\n")
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    print(f"{PROG}: wrote {out}/lib{lib.name}.so, {lib.name}.o, {lib.name}.h", file=sys.stderr)
+    return lib
+
+
+def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
+    """--num-iters: run the function (the AOT library's if built) N times, print the mean."""
+    import numpy as np
+
+    if num_iters < 1:
+        raise AccelError(f"--num-iters must be at least 1, got {num_iters}")
+    sig = b.compiled.functions[b.entry]
+    inputs = b.inputs
+    if inputs is None:
+        if any(a.kind == "memref" and None in a.shape for a in sig.args):
+            raise AccelError("--num-iters needs static shapes for an .mlir input")
+        inputs = tuple(np.ones(a.shape if a.kind == "memref" else (),
+                               a.dtype.user_dtype) for a in sig.args)
+    if library is not None and not library.static_shapes:
+        library = None  # the descriptor interface: time the same code through the JIT
+    try:
+        if library is not None:
+            _, seconds = library.benchmark(*inputs, num_iters=num_iters)
+            what = f"lib{library.name}.so"
+        else:
+            fn = b.compiled[b.entry]
+            fn(*inputs)
+            start = time.perf_counter()
+            for _ in range(num_iters):
+                fn(*inputs)
+            seconds = (time.perf_counter() - start) / num_iters
+            what = "the JIT-compiled code"
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise AccelError(f"--num-iters: @{b.entry} failed on the "
+                         f"{'example' if b.inputs is not None else 'all-ones'} inputs: "
+                         f"{err}") from None
+    line = (f"ran @{b.entry} ({what}) {num_iters} time{'s' if num_iters > 1 else ''}: "
+            f"mean {seconds * 1e3:.3f} ms")
+    try:
+        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+    except OSError:
+        pass
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
 def write_warnings_log(log_dir: Path, pef_name: str, found: list[str]) -> Path:
     """DIR/<pef-name>.warnings.log: one warning per line (empty when there were none)."""
     from accel.cache import atomic_write
@@ -606,6 +727,9 @@ def main(argv: list[str]) -> int:
             write_warnings_log(Path(a.log_dir), s.pef_name, found)
     build.warnings = found
     write_artifact(out, s, build, argv, path)
+    library = write_aot_library(out, s, build) if s.aot is not None else None
+    if a.num_iters is not None:
+        run_iterations(out, build, library, a.num_iters)
     if verbose:
         total = f"{build.seconds:.3f}s" + (", cache hit" if build.rec.cache_hit else "")
         print(f"[{PROG}] total {total}", file=sys.stderr)

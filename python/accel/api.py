@@ -10,6 +10,8 @@ to linalg on tensors and JIT-compiled for the host CPU (`accel.backend.cpu.compi
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -24,6 +26,8 @@ VERIFY_RTOL = 1e-4
 VERIFY_ATOL = 1e-5
 
 TARGETS = ("cpu", "rdu", "mncore")
+#: AOT target CPUs (accel.aot.TARGET_CPUS, repeated here so the options table needs no import).
+AOT_CPUS = ("host", "generic", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
 #: The options that switch accel's fusion passes off (all fusion is off at opt_level 0).
 FUSION_OPTIONS = ("disable_affine_fusion", "disable_reduce_reduce_fusion",
                   "disable_unsafe_math_canonicalizations", "disable_fast_math")
@@ -82,9 +86,25 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
         invalid=lambda v: None if v is None or v >= 1 else "must be None or an int >= 1",
         supported=lambda v: v in (None, 1)),
     "num_iters": OptionSpec(
-        (int,), 1, "Run each call this many times (benchmarking); only 1 yet.",
-        invalid=lambda v: None if v >= 1 else "must be an int >= 1",
-        supported=_default_only(1)),
+        (int,), 1, "Run each call this many times on the same inputs (benchmarking); the "
+        "mean seconds per run is in `CompiledModule.last_seconds`.",
+        invalid=lambda v: None if v >= 1 else "must be an int >= 1"),
+    "aot": OptionSpec(
+        (bool,), False, "Also build a C library (lib<aot_name>.so, <aot_name>.o, "
+        "<aot_name>.h) into output_folder (docs/aot.md); `CompiledModule.aot_library`."),
+    "aot_name": OptionSpec(
+        (str,), "accel_artifact", "Name of the AOT library and its C function.",
+        invalid=lambda v: None if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
+        else "must be a C identifier"),
+    "output_folder": OptionSpec(
+        (str, type(None)), None, "Folder for the AOT files (None: the current folder)."),
+    "user_memory": OptionSpec(
+        (bool,), False, "AOT: the C function takes a scratch pool (pointer, size) and makes "
+        "no heap allocation; <aot_name>_scratch_bytes() gives the size."),
+    "device": OptionSpec(
+        (str,), "host", "AOT target CPU: 'host', 'generic'/'x86-64' (any x86-64), 'x86-64-v2', "
+        "'x86-64-v3', 'x86-64-v4'.",
+        invalid=lambda v: None if v in AOT_CPUS else f"must be one of {', '.join(AOT_CPUS)}"),
     "verify_numerics": OptionSpec(
         (bool,), False, f"Also run the model eagerly on every call and raise AccelError "
         f"unless all outputs match (rtol={VERIFY_RTOL}, atol={VERIFY_ATOL})."),
@@ -147,6 +167,10 @@ class CompiledModule:
         #: their new values first, and each call writes them back, as eager PyTorch does.
         self.mutations = tuple(mutations)
         self._fn = compiled[func_name]
+        #: The AOT library (`accel.aot.AotLibrary`) when compiled with `aot=True`.
+        self.aot_library: Any = None
+        #: Mean seconds of one run in the last call (`num_iters` runs are averaged).
+        self.last_seconds: float | None = None
 
     def __repr__(self) -> str:
         return f"CompiledModule({self.compiled.functions[self.func_name]})"
@@ -172,8 +196,12 @@ class CompiledModule:
 
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
         arrays = [_to_numpy(a) for a in args]
-        eager_state = self._eager_state(args) if self.options["verify_numerics"] else None
-        results = self._fn(*arrays)
+        eager_state = self._eager_state(args) if self.options.get("verify_numerics") else None
+        runs = 1 if self.mutations else self.options.get("num_iters", 1)  # updates happen once
+        start = time.perf_counter()
+        for _ in range(runs):
+            results = self._fn(*arrays)
+        self.last_seconds = (time.perf_counter() - start) / runs
         outputs = list(results) if isinstance(results, tuple) else [results]
         specs = list(self.compiled.functions[self.func_name].results)
         if self.mutations:
@@ -306,4 +334,15 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
                                      "filename": f"<{model_name(model)}>",
                                      **{k: opts[k] for k in FUSION_OPTIONS}},
                             weights=program.weights)
-    return CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))
+    result = CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))
+    if opts["aot"]:
+        if program.mutations:
+            raise NotImplementedError(f"aot: {model_name(model)} updates buffers or inputs in "
+                                      "place, which a library with read-only weights cannot do")
+        from accel.aot import build_library
+
+        result.aot_library = build_library(
+            compiled, opts["aot_name"], opts["output_folder"] or ".", entry=func_name,
+            target_cpu=opts["device"], user_memory=opts["user_memory"],
+            opt_level=opts["opt_level"])
+    return result

@@ -371,3 +371,36 @@ def test_located_ir_error(tmp_path: Path) -> None:
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"{src}:3:"), r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_aot_library(tmp_path: Path, run_tool) -> None:
+    """--aot writes lib<NAME>.so, <NAME>.o, <NAME>.h, README.txt; option.json keeps it."""
+    rc, err = run_tool("model.py", "--inference", "--aot", "--aot-name", "tiny",
+                       "--target-cpu", "generic", "--output-folder", "a", "--num-iters", "2")
+    assert rc == 0, err
+    out = tmp_path / "a"
+    for name in ("libtiny.so", "tiny.o", "tiny.h", "README.txt", "manifest.json"):
+        assert (out / name).is_file(), name
+    assert "accel-compile: ran @main (libtiny.so) 2 times: mean " in err
+    assert option_json(out)["aot"] == {"name": "tiny", "target_cpu": "generic",
+                                       "user_memory": False}
+    assert "aot: libtiny.so tiny.o tiny.h README.txt (target cpu generic)" in \
+        (out / "compile.log").read_text()
+    # --option-json rebuilds the library too; flags still override its settings.
+    rc, err = run_tool("model.py", "--option-json", "a/option.json", "--output-folder", "b",
+                       "--user-memory")
+    assert rc == 0, err
+    assert option_json(tmp_path / "b")["aot"]["user_memory"] is True
+    assert "size_t tiny_scratch_bytes(void);" in (tmp_path / "b" / "tiny.h").read_text()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--aot-name", "x"), "--aot-name applies to AOT libraries: add --aot"),
+    (("--aot", "--aot-name", "1x"), "--aot-name must be a C identifier, got '1x'"),
+    (("--aot", "--target-cpu", "i386"), "argument --target-cpu: invalid choice: 'i386'"),
+])
+def test_aot_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: str) -> None:
+    rc, err = run_tool("add.mlir", "--output-folder", "x", *args)
+    line = one_error_line(subprocess.CompletedProcess(args, rc, "", err))
+    assert message in line
+    assert not (tmp_path / "x").exists()

@@ -168,7 +168,7 @@ def test_bad_option_values(key, value, message) -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("target", "rdu"), ("target", "mncore"), ("float_dtype", "bfloat16"),
-    ("mm_conv_precision_mode", "tf32"), ("num_threads", 4), ("num_iters", 10),
+    ("mm_conv_precision_mode", "tf32"), ("num_threads", 4),
 ])
 def test_options_not_supported_yet(key, value) -> None:
     with pytest.raises(NotImplementedError, match=rf"option '{key}' is not supported yet"):

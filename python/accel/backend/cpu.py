@@ -87,6 +87,11 @@ FUSE_ON_TENSORS: list[tuple[str, str]] = [
     ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
 ]
 
+#: Goes before AFFINE_FUSION at opt_level >= 1: large static f32 matmuls become calls to
+#: packed, register-tiled vector GEMM kernels (docs/cpu-codegen.md) before linalg turns
+#: into affine loops; the deallocation pipeline then frees the packing buffers.
+MATMUL_KERNELS = "accel-matmul-microkernel"
+
 #: Goes before BUFFERIZE's deallocation when affine fusion is on (opt_level >= 1); the
 #: linalg ops are then loops already and LOWER_TO_LLVM's linalg-to-loops finds none.
 AFFINE_FUSION: list[str] = [
@@ -157,10 +162,11 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
         fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
                 else p for p in fuse]
-    bufferize = BUFFERIZE
+    at = BUFFERIZE.index(DEALLOCATE_MARK)
+    middle = [MATMUL_KERNELS] if lookup_pass(MATMUL_KERNELS) is not None else []
     if not opts["disable_affine_fusion"]:
-        at = BUFFERIZE.index(DEALLOCATE_MARK)
-        bufferize = BUFFERIZE[:at] + AFFINE_FUSION + BUFFERIZE[at:]
+        middle += AFFINE_FUSION
+    bufferize = BUFFERIZE[:at] + middle + BUFFERIZE[at:]
     return fuse, bufferize, LOWER_TO_LLVM
 
 

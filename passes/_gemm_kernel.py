@@ -1,0 +1,295 @@
+"""The packed, register-tiled GEMM of `accel-matmul-microkernel`, as MLIR text.
+
+`render_gemm(spec, name)` returns a private `func.func @<name>(%A, %B, %C)` on memrefs that
+computes `C += A @ B` (per batch index when `spec.batch` > 0) GotoBLAS-style:
+
+    for jc in 0..N step NC:                      B block (KC x NC) lives in L3
+      for pc in 0..K step KC:
+        pack B[pc:+kc, jc:+nc] -> Bp[N/NR][KCp][NR]     (zero-padded in n and k)
+        for ic in 0..M step MC:                  A block (MC x KC) lives in L2
+          pack A[ic:+mc, pc:+kc] -> Ap[M/MR][KCp][MR]   (zero-padded in m and k)
+          for jr: for ir:                        B micro-panel (KC x NR) lives in L1
+            micro-kernel: MR x NR accumulators (MR * NR/VL vector registers),
+              per k: NR/VL vector loads of Bp, MR broadcasts of Ap, MR * NR/VL vector.fma
+            C tile += accumulators (vector load/add/store; edge tiles through a scratch tile)
+
+Zero padding makes every micro-kernel call a full MR x NR x KCp tile (KCp: kc rounded up to
+the k-unroll factor), so the hot loop has no remainder code; only the write-back of the
+last row/column tile copies the valid part. Operand layouts are the matmul's own memref
+types (static strides stay visible to LLVM); `trans_a`/`trans_b` read A as K x M or B as
+N x K (nn.Linear's weight) with the packing loops ordered for contiguous reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """Register and cache tile sizes (see docs/cpu-codegen.md for how they are chosen)."""
+
+    vl: int  # f32 lanes per vector register (8: AVX2, 16: AVX-512)
+    mr: int  # micro-kernel rows (broadcast A values)
+    nr: int  # micro-kernel columns (a multiple of vl)
+    kc: int  # k block: a KC x NR panel of B stays in L1
+    mc: int  # m block: the packed MC x KC block of A stays in L2
+    nc: int  # n block: the packed KC x NC block of B stays in L3
+    ku: int = 4  # k-loop unroll of the micro-kernel (KC is rounded up to it)
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """One matmul: static sizes, operand memref types and transposition."""
+
+    m: int
+    n: int
+    k: int
+    a_type: str
+    b_type: str
+    c_type: str
+    batch: int = 0  # 0: 2-D operands; otherwise the leading batch dim of all three
+    trans_a: bool = False  # A is K x M
+    trans_b: bool = False  # B is N x K
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Emitter:
+    """Lines of MLIR with fresh SSA names and interned index constants."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 2
+        self.count = 0
+        self.consts: dict[int, str] = {}
+
+    def fresh(self, hint: str = "v") -> str:
+        self.count += 1
+        return f"%{hint}{self.count}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def op(self, text: str, hint: str = "v") -> str:
+        name = self.fresh(hint)
+        self.emit(f"{name} = {text}")
+        return name
+
+    def c(self, value: int) -> str:
+        """An index constant (hoisted to the function entry)."""
+        if value not in self.consts:
+            self.consts[value] = f"%c{value}"
+        return self.consts[value]
+
+    def add(self, a: str, b: str) -> str:
+        return self.op(f"arith.addi {a}, {b} : index")
+
+    def sub(self, a: str, b: str) -> str:
+        return self.op(f"arith.subi {a}, {b} : index")
+
+    def mul(self, a: str, b: str) -> str:
+        return self.op(f"arith.muli {a}, {b} : index")
+
+    def min(self, a: str, b: str) -> str:
+        return self.op(f"arith.minsi {a}, {b} : index")
+
+    def cmp(self, pred: str, a: str, b: str) -> str:
+        return self.op(f"arith.cmpi {pred}, {a}, {b} : index")
+
+    def round_up(self, a: str, b: int) -> str:
+        q = self.op(f"arith.ceildivui {a}, {self.c(b)} : index")
+        return self.mul(q, self.c(b))
+
+    def open_for(self, iv: str, lo: str, hi: str, step: str, extra: str = "") -> None:
+        self.emit(f"scf.for {iv} = {lo} to {hi} step {step}{extra} {{")
+        self.indent += 1
+
+    def close(self, suffix: str = "") -> None:
+        self.indent -= 1
+        self.emit("}" + suffix)
+
+
+def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False) -> str:
+    """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
+    packing buffers at its end (otherwise the deallocation pipeline must run after)."""
+    t, e = tiles, _Emitter()
+    f32v = f"vector<{t.vl}xf32>"
+    nvec = t.nr // t.vl
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    np_max = _ceil(min(t.nc, spec.n), t.nr)
+    mp_max = _ceil(min(t.mc, spec.m), t.mr)
+    bp_t = f"memref<{np_max}x{kcp_max}x{t.nr}xf32>"
+    ap_t = f"memref<{mp_max}x{kcp_max}x{t.mr}xf32>"
+    ct_t = f"memref<{t.mr}x{t.nr}xf32>"
+    pre = ["%bi, "] if spec.batch else [""]
+
+    def a_at(m: str, k: str) -> str:
+        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
+        return f"%A[{pre[0]}{idx}] : {spec.a_type}"
+
+    def b_at(k: str, n: str) -> str:
+        idx = f"{n}, {k}" if spec.trans_b else f"{k}, {n}"
+        return f"%B[{pre[0]}{idx}] : {spec.b_type}"
+
+    def c_at(m: str, n: str) -> str:
+        return f"%C[{pre[0]}{m}, {n}] : {spec.c_type}"
+
+    c0, c1 = e.c(0), e.c(1)
+    e.emit(f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {bp_t}")
+    e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
+    e.emit(f"%Ct = memref.alloca() {{alignment = 64 : i64}} : {ct_t}")
+    if spec.batch:
+        e.open_for("%bi", c0, e.c(spec.batch), c1)
+    e.open_for("%jc", c0, e.c(spec.n), e.c(t.nc))
+    nc = e.min(e.c(t.nc), e.sub(e.c(spec.n), "%jc"))
+    np_ = e.op(f"arith.ceildivui {nc}, {e.c(t.nr)} : index")
+    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
+    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
+    kcp = e.round_up(kc, t.ku)
+
+    # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside B ------------------
+    e.open_for("%jr", c0, np_, c1)
+    n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
+    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), e.c(spec.n))
+    e.emit(f"scf.if {nfull} {{")
+    e.indent += 1
+    loops = [("%p", c0, kc), ("%j", c0, e.c(t.nr))]
+    for iv, lo, hi in (loops[::-1] if spec.trans_b else loops):
+        e.open_for(iv, lo, hi, c1)
+    k = e.add("%pc", "%p")
+    n = e.add(n0, "%j")
+    v = e.op(f"memref.load {b_at(k, n)}")
+    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close()
+    e.close(" else {")
+    e.indent += 1
+    nv = e.sub(e.c(spec.n), n0)
+    e.open_for("%j", c0, e.c(t.nr), c1)
+    inside = e.cmp("slt", "%j", nv)
+    e.emit(f"scf.if {inside} {{")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    k = e.add("%pc", "%p")
+    n = e.add(n0, "%j")
+    v = e.op(f"memref.load {b_at(k, n)}")
+    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close(" else {")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    e.emit(f"memref.store %zero, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close()
+    e.close()
+    e.close()
+    e.open_for("%p", kc, kcp, c1)
+    for j in range(nvec):
+        e.emit(f"vector.store %zv, %Bp[%jr, %p, {e.c(j * t.vl)}] : {bp_t}, {f32v}")
+    e.close()
+    e.close()
+
+    e.open_for("%ic", c0, e.c(spec.m), e.c(t.mc))
+    mc = e.min(e.c(t.mc), e.sub(e.c(spec.m), "%ic"))
+    mp = e.op(f"arith.ceildivui {mc}, {e.c(t.mr)} : index")
+
+    # -- pack A: Ap[ir, p, i] = A[ic + ir*MR + i, pc + p], zero outside A -----------------
+    e.open_for("%ir", c0, mp, c1)
+    m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
+    mv = e.min(e.c(t.mr), e.sub(e.c(spec.m), m0))
+    loops = [("%i", c0, mv), ("%p", c0, kc)]
+    for iv, lo, hi in (loops[::-1] if spec.trans_a else loops):
+        e.open_for(iv, lo, hi, c1)
+    m = e.add(m0, "%i")
+    k = e.add("%pc", "%p")
+    v = e.op(f"memref.load {a_at(m, k)}")
+    e.emit(f"memref.store {v}, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    e.open_for("%i", mv, e.c(t.mr), c1)  # rows past M
+    e.open_for("%p", c0, kc, c1)
+    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    e.open_for("%p", kc, kcp, c1)  # k past the block's end
+    e.open_for("%i", c0, e.c(t.mr), c1)
+    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    e.close()
+
+    # -- micro-kernel over the packed panels ------------------------------------------------
+    e.open_for("%jr", c0, np_, c1)
+    e.open_for("%ir", c0, mp, c1)
+    accs = [[f"%acc_{i}_{j}" for j in range(nvec)] for i in range(t.mr)]
+    flat = [a for row in accs for a in row]
+    results = e.fresh("r")
+    inits = ", ".join(f"{a} = %zv" for a in flat)
+    types = ", ".join([f32v] * len(flat))
+    e.emit(f"{results}:{len(flat)} = scf.for %p = {c0} to {kcp} step {e.c(t.ku)} "
+           f"iter_args({inits}) -> ({types}) {{")
+    e.indent += 1
+    cur = [row[:] for row in accs]
+    for u in range(t.ku):
+        pu = e.add("%p", e.c(u)) if u else "%p"
+        bs = [e.op(f"vector.load %Bp[%jr, {pu}, {e.c(j * t.vl)}] : {bp_t}, {f32v}", "b")
+              for j in range(nvec)]
+        for i in range(t.mr):
+            s = e.op(f"memref.load %Ap[%ir, {pu}, {e.c(i)}] : {ap_t}", "a")
+            sb = e.op(f"vector.broadcast {s} : f32 to {f32v}", "a")
+            for j in range(nvec):
+                cur[i][j] = e.op(f"vector.fma {sb}, {bs[j]}, {cur[i][j]} : {f32v}", "f")
+    e.emit(f"scf.yield {', '.join(a for row in cur for a in row)} : {types}")
+    e.close()
+    out = [[f"{results}#{i * nvec + j}" for j in range(nvec)] for i in range(t.mr)]
+    m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
+    n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
+    mfull = e.cmp("sle", e.add(m0, e.c(t.mr)), e.c(spec.m))
+    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), e.c(spec.n))
+    full = e.op(f"arith.andi {mfull}, {nfull} : i1")
+    e.emit(f"scf.if {full} {{")
+    e.indent += 1
+    for i in range(t.mr):
+        mi = e.add(m0, e.c(i)) if i else m0
+        for j in range(nvec):
+            nj = e.add(n0, e.c(j * t.vl)) if j else n0
+            old = e.op(f"vector.load {c_at(mi, nj)}, {f32v}")
+            new = e.op(f"arith.addf {old}, {out[i][j]} : {f32v}")
+            e.emit(f"vector.store {new}, {c_at(mi, nj)}, {f32v}")
+    e.close(" else {")
+    e.indent += 1
+    for i in range(t.mr):
+        for j in range(nvec):
+            e.emit(f"vector.store {out[i][j]}, %Ct[{e.c(i)}, {e.c(j * t.vl)}] : {ct_t}, {f32v}")
+    mv = e.min(e.c(t.mr), e.sub(e.c(spec.m), m0))
+    nv = e.min(e.c(t.nr), e.sub(e.c(spec.n), n0))
+    e.open_for("%i", c0, mv, c1)
+    e.open_for("%j", c0, nv, c1)
+    m = e.add(m0, "%i")
+    n = e.add(n0, "%j")
+    old = e.op(f"memref.load {c_at(m, n)}")
+    part = e.op(f"memref.load %Ct[%i, %j] : {ct_t}")
+    new = e.op(f"arith.addf {old}, {part} : f32")
+    e.emit(f"memref.store {new}, {c_at(m, n)}")
+    e.close()
+    e.close()
+    e.close()
+    e.close()  # ir
+    e.close()  # jr
+    e.close()  # ic
+    e.close()  # pc
+    e.close()  # jc
+    if spec.batch:
+        e.close()
+    if dealloc:
+        e.emit(f"memref.dealloc %Bp : {bp_t}")
+        e.emit(f"memref.dealloc %Ap : {ap_t}")
+    head = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
+            f"%C: {spec.c_type}) {{",
+            "    %zero = arith.constant 0.0 : f32",
+            f"    %zv = arith.constant dense<0.0> : {f32v}"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])

@@ -1,0 +1,302 @@
+"""`accel-matmul-microkernel`: f32 matmuls on memrefs -> packed, register-tiled GEMM kernels.
+
+Why: a straight loop lowering of a matmul (what `convert-linalg-to-affine-loops` or
+`convert-linalg-to-loops` gives) runs at ~1 GFLOP/s on a core whose FMA peak is ~100x
+that: every C element is a scalar reduction over a strided column of B, and nothing keeps
+a tile in registers or a panel in cache. This pass replaces each large enough static f32
+`linalg.matmul` / `linalg.batch_matmul` (plain or with transposed operands, as
+`indexing_maps`, and the `linalg.transpose` of a weight that torch-mlir puts in front of
+nn.Linear's matmul) with a call to a private GotoBLAS-style kernel: cache blocking
+(NC/KC/MC from the host's cache sizes), packing into contiguous zero-padded panels, and an
+MR x NR micro-kernel of `vector.fma`s on MR * NR/VL accumulator registers (VL: 16 f32 lanes
+with AVX-512, 8 with AVX2). `passes/_gemm_kernel.py` writes the kernel; tile choices and
+measurements are in docs/cpu-codegen.md.
+
+    linalg.matmul ins(%A, %B : memref<512x256xf32>, memref<256x1024xf32>)
+                  outs(%C : memref<512x1024xf32>)
+  ->
+    func.call @accel_gemm_512x1024x256_nn_<h>(%A, %B, %C) : (...) -> ()
+    func.func private @accel_gemm_512x1024x256_nn_<h>(...) { <packing, micro-kernel> }
+
+It runs after One-Shot Bufferize and before `convert-linalg-to-affine-loops` (so affine
+fusion never sees these matmuls; it treats the call as an opaque reader/writer of its
+memrefs) and before the deallocation pipeline, which frees the packing buffers (set
+`dealloc` when running it after that pipeline). The kernel accumulates into C
+(`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
+
+Not handled (left as they are): other element types, dynamic shapes, matmuls below
+`min-size` in some dimension or below `min-flops`, an output whose innermost stride is
+not 1, broadcast `indexing_maps`, and linalg on tensors (run it after bufferization).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from functools import cache
+
+from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._gemm_kernel import GemmSpec, Tiles, render_gemm
+from accel.passes.base import ModulePass, ops_named, register_pass
+
+_MM = ("linalg.matmul", "linalg.batch_matmul")
+
+#: indexing_maps per (op, trans_a, trans_b); anything else (broadcasts) is not matched.
+_MAPS = {
+    "linalg.matmul": {
+        ("(d0, d2)", "(d2, d1)"): (False, False),
+        ("(d2, d0)", "(d2, d1)"): (True, False),
+        ("(d0, d2)", "(d1, d2)"): (False, True),
+        ("(d2, d0)", "(d1, d2)"): (True, True),
+    },
+    "linalg.batch_matmul": {
+        ("(d0, d1, d3)", "(d0, d3, d2)"): (False, False),
+        ("(d0, d3, d1)", "(d0, d3, d2)"): (True, False),
+        ("(d0, d1, d3)", "(d0, d2, d3)"): (False, True),
+        ("(d0, d3, d1)", "(d0, d2, d3)"): (True, True),
+    },
+}
+_OUT_MAP = {"linalg.matmul": "(d0, d1)", "linalg.batch_matmul": "(d0, d1, d2)"}
+
+
+# -- host model -----------------------------------------------------------------------------
+def _cache_bytes(level: int, default: int) -> int:
+    """Size of cpu0's data/unified cache at `level` from sysfs, or `default`."""
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(root)):
+            base = os.path.join(root, entry)
+            with open(os.path.join(base, "level")) as f:
+                if int(f.read()) != level:
+                    continue
+            with open(os.path.join(base, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(base, "size")) as f:
+                text = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+            return int(text.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return default
+
+
+@cache
+def host_vector_lanes() -> int:
+    """f32 lanes of the widest vector FMA the host has: 16 (AVX-512), 8 (AVX2), else 4."""
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 16
+    return 8 if features.get("avx2") and features.get("fma") else 4
+
+
+def choose_tiles(vl: int, l1: int, l2: int, l3: int) -> Tiles:
+    """Register and cache tiles for `vl` lanes and the cache sizes (bytes); docs/cpu-codegen.md.
+
+    NR = 2 vectors, MR fills the register file with MR * 2 accumulators (24 of 32 zmm for
+    AVX-512, 12 of 16 ymm for AVX2), leaving room for the B vectors and the broadcast;
+    KC keeps a KC x NR panel of B in half of L1, MC an MC x KC block of A in half of L2,
+    NC a KC x NC block of B in a quarter of L3 (it is shared), capped at 4096.
+    """
+    nr = 2 * vl
+    mr = 12 if vl >= 16 else 6
+    kc = max(64, min(512, (l1 // 2) // (nr * 4)) // 16 * 16)
+    mc = max(mr, min(1024, (l2 // 2) // (kc * 4)) // mr * mr)
+    nc = max(nr, min(4096, (l3 // 4) // (kc * 4)) // nr * nr)
+    return Tiles(vl=vl, mr=mr, nr=nr, kc=kc, mc=mc, nc=nc)
+
+
+@cache
+def host_tiles() -> Tiles:
+    """`choose_tiles` for this host (defaults: L1 32K, L2 512K, L3 8M)."""
+    return choose_tiles(host_vector_lanes(), _cache_bytes(1, 32 << 10),
+                        _cache_bytes(2, 512 << 10), _cache_bytes(3, 8 << 20))
+
+
+# -- matching -------------------------------------------------------------------------------
+def _static_f32(value: ir.Value) -> ir.MemRefType | None:
+    """The value's memref type when it is a static f32 memref."""
+    t = value.type
+    if not isinstance(t, ir.MemRefType):
+        return None
+    if not t.has_static_shape or not isinstance(t.element_type, ir.F32Type):
+        return None
+    return t
+
+
+def _unit_inner_stride(t: ir.MemRefType) -> bool:
+    strides, _ = t.get_strides_and_offset()
+    return strides[-1] == 1
+
+
+def _results(map_attr: ir.Attribute) -> str:
+    """`(d0, d2)` for `affine_map<(d0, d1, d2) -> (d0, d2)>`."""
+    return str(map_attr).rsplit("->", 1)[1].strip().rstrip(">").strip()
+
+
+def match_gemm(op: Operation, min_size: int, min_flops: int) -> GemmSpec | None:
+    """The kernel spec for a static f32 matmul/batch_matmul on memrefs, or None."""
+    if op.name not in _MM or len(op.operands) != 3 or op.results:
+        return None
+    types = [_static_f32(v) for v in op.operands]
+    if any(t is None for t in types):
+        return None
+    maps = [_results(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    trans = _MAPS[op.name].get((maps[0], maps[1]))
+    if trans is None or maps[2] != _OUT_MAP[op.name] or not _unit_inner_stride(types[2]):
+        return None
+    *batch, m, n = types[2].shape
+    a_shape = types[0].shape
+    k = a_shape[-2] if trans[0] else a_shape[-1]
+    if min(m, n, k) < min_size or m * n * k * (batch[0] if batch else 1) < min_flops:
+        return None
+    return GemmSpec(m=m, n=n, k=k, a_type=str(types[0]), b_type=str(types[1]),
+                    c_type=str(types[2]), batch=batch[0] if batch else 0,
+                    trans_a=trans[0], trans_b=trans[1])
+
+
+def _transposed_source(op: Operation, value: ir.Value) -> ir.Value | None:
+    """X when `value` is a fresh buffer only written by `linalg.transpose ins(X)`
+    (permutation [1, 0]) and otherwise only read by `op`: the weight of nn.Linear."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "memref.alloc":
+        return None
+    users = [use.owner for use in value.uses]
+    writers = [u for u in users if u.operation != op.operation]
+    if len(writers) != 1 or writers[0].name != "linalg.transpose":
+        return None
+    transpose = writers[0].operation
+    perm = list(ir.DenseI64ArrayAttr(transpose.attributes["permutation"]))
+    if perm != [1, 0] or transpose.operands[1] != value:
+        return None
+    if transpose.block != op.block or not _nothing_writes_between(transpose, op):
+        return None
+    return transpose.operands[0]
+
+
+#: Ops that write no existing buffer (a fill writes only its own output, checked below).
+_NO_WRITES = ("memref.alloc", "memref.alloca", "memref.get_global", "arith.constant",
+              "linalg.fill")
+
+
+def _nothing_writes_between(first: Operation, last: Operation) -> bool:
+    """Only fresh buffers, constants and fills of other buffers lie between `first` and
+    `last` (one block), so `first`'s input still holds the same values at `last`."""
+    source = first.operands[0]
+    ops = [o.operation for o in first.block.operations]
+    at = next(i for i, o in enumerate(ops) if o == first)
+    for op in ops[at + 1:]:
+        if op == last:
+            return True
+        if op.name not in _NO_WRITES or (op.name == "linalg.fill" and op.operands[1] == source):
+            return False
+    return False
+
+
+# -- rewriting ------------------------------------------------------------------------------
+def _kernel_name(spec: GemmSpec, tiles: Tiles) -> str:
+    key = f"{spec}{tiles}".encode()
+    trans = ("t" if spec.trans_a else "n") + ("t" if spec.trans_b else "n")
+    batch = f"{spec.batch}x" if spec.batch else ""
+    return (f"accel_gemm_{batch}{spec.m}x{spec.n}x{spec.k}_{trans}_"
+            f"{hashlib.sha1(key).hexdigest()[:8]}")
+
+
+def _fold_weight_transpose(op: Operation, spec: GemmSpec) -> GemmSpec:
+    """Read B through the transpose's input (B^T packed directly) when B is a transposed
+    copy made only for this 2-D matmul; the copy and its buffer go."""
+    if spec.batch or spec.trans_b:
+        return spec
+    source = _transposed_source(op, op.operands[1])
+    if source is None or _static_f32(source) is None:
+        return spec
+    buffer = op.operands[1]
+    transpose = next(u.owner for u in buffer.uses if u.owner.operation != op.operation)
+    op.operands[1] = source
+    transpose.operation.erase()
+    if not list(buffer.uses):
+        buffer.owner.erase()
+    return GemmSpec(m=spec.m, n=spec.n, k=spec.k, a_type=spec.a_type,
+                    b_type=str(source.type), c_type=spec.c_type, trans_a=spec.trans_a,
+                    trans_b=True)
+
+
+def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
+                known: set[str]) -> str:
+    """The kernel's symbol, adding the private function to `module` on first use."""
+    name = _kernel_name(spec, tiles)
+    if name in known:
+        return name
+    text = render_gemm(spec, tiles, name, dealloc=dealloc)
+    parsed = ir.Module.parse(text, module.context)
+    func = parsed.body.operations[0].operation
+    body = module.regions[0].blocks[0]
+    func.move_after(body.operations[len(body.operations) - 1])
+    known.add(name)
+    return name
+
+
+def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
+                 min_flops: int, dealloc: bool, known: set[str]) -> bool:
+    """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match."""
+    spec = match_gemm(op, min_size, min_flops)
+    if spec is None:
+        return False
+    spec = _fold_weight_transpose(op, spec)
+    name = _add_kernel(module, spec, tiles, dealloc, known)
+    with InsertionPoint(op), op.location:
+        ir.Operation.create("func.call", results=[], operands=list(op.operands),
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+    op.erase()
+    return True
+
+
+@register_pass
+@dataclass(frozen=True)
+class MatmulMicrokernel(ModulePass):
+    """Lowers static f32 matmuls on memrefs to packed, register-tiled vector GEMM kernels."""
+
+    name = "accel-matmul-microkernel"
+    #: f32 lanes per vector (0: the host's, 16 with AVX-512, 8 with AVX2).
+    vector_width: int = field(default=0, metadata={"help": "f32 lanes (0: host)"})
+    #: Smallest M, N and K matched: below it the zero padding of the tiles costs too much.
+    min_size: int = field(default=16, metadata={"help": "smallest M, N and K matched"})
+    #: Smallest (batch x) M x N x K matched: below it packing does not pay off.
+    min_flops: int = field(default=1 << 18, metadata={"help": "smallest M*N*K matched"})
+    #: Cache tiles (0: chosen from the host's cache sizes, `choose_tiles`).
+    kc: int = field(default=0, metadata={"help": "k block (0: from L1)"})
+    mc: int = field(default=0, metadata={"help": "m block (0: from L2)"})
+    nc: int = field(default=0, metadata={"help": "n block (0: from L3)"})
+    #: Free the packing buffers in the kernel (only after the deallocation pipeline).
+    dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
+
+    def __post_init__(self) -> None:
+        if self.vector_width not in (0, 4, 8, 16):
+            raise ValueError("vector-width must be 0, 4, 8 or 16")
+        if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops) < 0:
+            raise ValueError("sizes must not be negative")
+
+    def tiles(self) -> Tiles:
+        """The tiles for this pass's options."""
+        base = host_tiles()
+        if self.vector_width and self.vector_width != base.vl:
+            base = choose_tiles(self.vector_width, _cache_bytes(1, 32 << 10),
+                                _cache_bytes(2, 512 << 10), _cache_bytes(3, 8 << 20))
+        kc = self.kc or base.kc
+        mc = self.mc or base.mc
+        nc = self.nc or base.nc
+        kc = max(base.ku, kc // base.ku * base.ku)
+        return Tiles(vl=base.vl, mr=base.mr, nr=base.nr, kc=kc,
+                     mc=max(base.mr, mc // base.mr * base.mr),
+                     nc=max(base.nr, nc // base.nr * base.nr), ku=base.ku)
+
+    def apply(self, module: Operation) -> None:
+        tiles = self.tiles()
+        known = {str(ir.StringAttr(f.attributes["sym_name"]).value)
+                 for f in ops_named(module, ("func.func",))}
+        for op in ops_named(module, _MM):
+            lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
+                         known)

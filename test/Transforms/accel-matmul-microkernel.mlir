@@ -1,0 +1,176 @@
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256})' | FileCheck %s
+
+// A static f32 matmul becomes a call to a private packed GEMM kernel: B and A packed into
+// zero-padded panels, a 6x16 micro-kernel of vector<8xf32> FMAs (12 accumulators).
+// CHECK-LABEL: func.func @matmul
+// CHECK-NOT:   linalg.matmul
+// CHECK:       call @[[K:accel_gemm_64x96x80_nn_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<64x80xf32>, memref<80x96xf32>, memref<64x96xf32>) -> ()
+// CHECK:       func.func private @[[K]](%{{.*}}: memref<64x80xf32>, %{{.*}}: memref<80x96xf32>, %{{.*}}: memref<64x96xf32>)
+// CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<6x64x16xf32>
+// CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<8x64x6xf32>
+// CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:         vector.load
+// CHECK:         vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK:         vector.fma %{{.*}} : vector<8xf32>
+// CHECK-NOT:   memref.dealloc
+func.func @matmul(%a: memref<64x80xf32>, %b: memref<80x96xf32>, %c: memref<64x96xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x80xf32>, memref<80x96xf32>) outs(%c : memref<64x96xf32>)
+  return
+}
+
+// -----
+
+// Sizes that are not multiples of the tiles use the same kernel (zero-padded packing,
+// edge tiles written back through a scratch tile).
+// CHECK-LABEL: func.func @odd
+// CHECK:       call @[[K:accel_gemm_67x73x71_nn_[0-9a-f]+]](
+// CHECK:       func.func private @[[K]]
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<6x16xf32>
+func.func @odd(%a: memref<67x71xf32>, %b: memref<71x73xf32>, %c: memref<67x73xf32>) {
+  linalg.matmul ins(%a, %b : memref<67x71xf32>, memref<71x73xf32>) outs(%c : memref<67x73xf32>)
+  return
+}
+
+// -----
+
+// Two matmuls of one shape share one kernel.
+// CHECK-LABEL: func.func @shared
+// CHECK:       call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       call @[[K]](%arg2, %arg1, %arg3)
+// CHECK:       func.func private @[[K]]
+// CHECK-NOT:   func.func private
+func.func @shared(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>, %d: memref<64x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>)
+  linalg.matmul ins(%c, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%d : memref<64x64xf32>)
+  return
+}
+
+// -----
+
+// A matmul with B transposed by its indexing_maps reads B as N x K ("nt" kernel).
+// CHECK-LABEL: func.func @matmul_transpose_b
+// CHECK:       call @[[K:accel_gemm_64x96x80_nt_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<64x80xf32>, memref<96x80xf32>, memref<64x96xf32>)
+// CHECK:       func.func private @[[K]]
+func.func @matmul_transpose_b(%a: memref<64x80xf32>, %b: memref<96x80xf32>, %c: memref<64x96xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%a, %b : memref<64x80xf32>, memref<96x80xf32>) outs(%c : memref<64x96xf32>)
+  return
+}
+
+// -----
+
+// nn.Linear after bufferization: the weight's transposed copy is read in place instead
+// (the kernel packs W^T straight from W); the copy and its buffer go.
+// CHECK-LABEL: func.func @linear
+// CHECK-NOT:   linalg.transpose
+// CHECK-NOT:   memref.alloc() {{.*}} : memref<80x96xf32>
+// CHECK:       %[[W:.*]] = memref.get_global @weight : memref<96x80xf32>
+// CHECK:       call @[[K:accel_gemm_64x96x80_nt_[0-9a-f]+]](%arg0, %[[W]], %arg1)
+// CHECK:       func.func private @[[K]]
+memref.global "private" constant @weight : memref<96x80xf32> = dense<1.0>
+func.func @linear(%x: memref<64x80xf32>, %y: memref<64x96xf32>) {
+  %w = memref.get_global @weight : memref<96x80xf32>
+  %t = memref.alloc() {alignment = 64 : i64} : memref<80x96xf32>
+  linalg.transpose ins(%w : memref<96x80xf32>) outs(%t : memref<80x96xf32>) permutation = [1, 0]
+  linalg.matmul ins(%x, %t : memref<64x80xf32>, memref<80x96xf32>) outs(%y : memref<64x96xf32>)
+  return
+}
+
+// -----
+
+// A transposed copy that something else also reads stays; the matmul reads the copy.
+// CHECK-LABEL: func.func @linear_shared_copy
+// CHECK:       linalg.transpose
+// CHECK:       call @{{accel_gemm_64x96x80_nn_[0-9a-f]+}}(%arg0, %alloc, %arg2)
+func.func @linear_shared_copy(%x: memref<64x80xf32>, %w: memref<96x80xf32>, %y: memref<64x96xf32>, %z: memref<80x96xf32>) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<80x96xf32>
+  linalg.transpose ins(%w : memref<96x80xf32>) outs(%t : memref<80x96xf32>) permutation = [1, 0]
+  linalg.matmul ins(%x, %t : memref<64x80xf32>, memref<80x96xf32>) outs(%y : memref<64x96xf32>)
+  memref.copy %t, %z : memref<80x96xf32> to memref<80x96xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: one kernel loops over the batch.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK:       call @[[K:accel_gemm_3x64x96x80_nn_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]]
+// CHECK:         scf.for %[[B:.*]] = %c0 to %c3 step %c1
+// CHECK:           memref.load %{{.*}}[%[[B]], %{{.*}}, %{{.*}}] : memref<3x80x96xf32>
+func.func @batch_matmul(%a: memref<3x64x80xf32>, %b: memref<3x80x96xf32>, %c: memref<3x64x96xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x64x80xf32>, memref<3x80x96xf32>) outs(%c : memref<3x64x96xf32>)
+  return
+}
+
+// -----
+
+// Not matched: f64 (the kernel is f32 only).
+// CHECK-LABEL: func.func @not_f32
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call
+func.func @not_f32(%a: memref<64x80xf64>, %b: memref<80x96xf64>, %c: memref<64x96xf64>) {
+  linalg.matmul ins(%a, %b : memref<64x80xf64>, memref<80x96xf64>) outs(%c : memref<64x96xf64>)
+  return
+}
+
+// -----
+
+// Not matched: dynamic shapes (tile counts and buffer sizes are static).
+// CHECK-LABEL: func.func @dynamic
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call
+func.func @dynamic(%a: memref<?x80xf32>, %b: memref<80x96xf32>, %c: memref<?x96xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x80xf32>, memref<80x96xf32>) outs(%c : memref<?x96xf32>)
+  return
+}
+
+// -----
+
+// Not matched: a dimension below min-size (16), where padding to the tile wastes most work.
+// CHECK-LABEL: func.func @thin
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call
+func.func @thin(%a: memref<4x512xf32>, %b: memref<512x512xf32>, %c: memref<4x512xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x512xf32>, memref<512x512xf32>) outs(%c : memref<4x512xf32>)
+  return
+}
+
+// -----
+
+// Not matched: below min-flops (M*N*K < 2^18), where packing does not pay off.
+// CHECK-LABEL: func.func @tiny
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call
+func.func @tiny(%a: memref<32x32xf32>, %b: memref<32x32xf32>, %c: memref<32x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<32x32xf32>, memref<32x32xf32>) outs(%c : memref<32x32xf32>)
+  return
+}
+
+// -----
+
+// Not matched: linalg on tensors (the pass runs after bufferization).
+// CHECK-LABEL: func.func @tensors
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call
+func.func @tensors(%a: tensor<64x80xf32>, %b: tensor<80x96xf32>, %c: tensor<64x96xf32>) -> tensor<64x96xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<64x80xf32>, tensor<80x96xf32>) outs(%c : tensor<64x96xf32>) -> tensor<64x96xf32>
+  return %r : tensor<64x96xf32>
+}
+
+// -----
+
+// Not folded: the transpose's input is overwritten before the matmul, so the matmul must
+// read the copy.
+// CHECK-LABEL: func.func @linear_source_written
+// CHECK:       linalg.transpose
+// CHECK:       call @{{accel_gemm_64x96x80_nn_[0-9a-f]+}}(%arg0, %alloc, %arg2)
+func.func @linear_source_written(%x: memref<64x80xf32>, %w: memref<96x80xf32>, %y: memref<64x96xf32>, %z: memref<96x80xf32>) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<80x96xf32>
+  linalg.transpose ins(%w : memref<96x80xf32>) outs(%t : memref<80x96xf32>) permutation = [1, 0]
+  memref.copy %z, %w : memref<96x80xf32> to memref<96x80xf32>
+  linalg.matmul ins(%x, %t : memref<64x80xf32>, memref<80x96xf32>) outs(%y : memref<64x96xf32>)
+  return
+}

@@ -1,0 +1,156 @@
+"""`accel-matmul-microkernel`: packed GEMM kernels against numpy and eager PyTorch.
+
+The pass is put into the CPU pipeline right after One-Shot Bufferize (where
+docs/cpu-codegen.md says it goes) by patching `accel.backend.cpu.BUFFERIZE`; each case checks
+that it fired (a `call @accel_gemm_...` after bufferization) and compares with float64 numpy
+at rtol=1e-4. Shapes cover exact multiples of the tiles, every kind of remainder (M, N, K
+not multiples of MR, NR, KC, MC, NC; small cache tiles force several blocks), transposed
+operands, batch_matmul and nn.Linear as `accel.import_torch` emits it, with the host's
+vector width and the AVX2 (8 lanes) and SSE (4 lanes) variants.
+"""
+
+from __future__ import annotations
+
+import accel
+import numpy as np
+import pytest
+from accel import phases
+from accel.backend import cpu
+from accel.diagnostics import AccelError
+from accel.ir import Module
+from accel.passes import lookup_pass
+from accel.passes._gemm_kernel import Tiles
+from accel.passes.matmul_microkernel import choose_tiles, host_tiles
+from accel.pipeline import run_pipeline
+
+RTOL, ATOL = 1e-4, 1e-5
+PASS = "accel-matmul-microkernel"
+
+
+def _with_pass(monkeypatch: pytest.MonkeyPatch, options: str = "") -> str:
+    spec = PASS + (f"{{{options}}}" if options else "")
+    at = cpu.BUFFERIZE.index("func.func(tm-tensor-to-loops)") + 1
+    monkeypatch.setattr(cpu, "BUFFERIZE", [*cpu.BUFFERIZE[:at], spec, *cpu.BUFFERIZE[at:]])
+    return spec
+
+
+def _compile(source: str | Module) -> tuple[accel.CompiledMLIR, int]:
+    """(compiled module, kernel calls in the IR after bufferization)."""
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile_mlir(source, {"cache": False})
+    ir = next(p.ir for p in rec.phases if p.name == "bufferize")
+    return compiled, str(ir).count("call @accel_gemm_")
+
+
+def _matmul(m: int, n: int, k: int, *, ta: bool = False, tb: bool = False,
+            batch: int = 0) -> str:
+    a = f"{k}x{m}" if ta else f"{m}x{k}"
+    b = f"{n}x{k}" if tb else f"{k}x{n}"
+    c = f"{m}x{n}"
+    if batch:
+        a, b, c = (f"{batch}x{s}" for s in (a, b, c))
+        d = ("d0, d3, d1" if ta else "d0, d1, d3", "d0, d2, d3" if tb else "d0, d3, d2",
+             "d0, d1, d2")
+        dims, name = "(d0, d1, d2, d3)", "linalg.batch_matmul"
+    else:
+        d = ("d2, d0" if ta else "d0, d2", "d1, d2" if tb else "d2, d1", "d0, d1")
+        dims, name = "(d0, d1, d2)", "linalg.matmul"
+    maps = ", ".join(f"affine_map<{dims} -> ({x})>" for x in d)
+    return f"""
+func.func @mm(%a: tensor<{a}xf32>, %b: tensor<{b}xf32>) -> tensor<{c}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{c}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{c}xf32>) -> tensor<{c}xf32>
+  %r = {name} indexing_maps = [{maps}]
+      ins(%a, %b : tensor<{a}xf32>, tensor<{b}xf32>) outs(%f : tensor<{c}xf32>) -> tensor<{c}xf32>
+  return %r : tensor<{c}xf32>
+}}"""
+
+
+def _check(source: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray) -> None:
+    compiled, kernels = _compile(source)
+    assert kernels == 1
+    out = compiled.invoke("mm", a, b)
+    np.testing.assert_allclose(out, expected, rtol=RTOL, atol=ATOL)
+
+
+def _rand(*shape: int) -> np.ndarray:
+    return np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (67, 73, 71), (128, 33, 257),
+                                   (200, 300, 100), (16, 200, 250)])
+@pytest.mark.parametrize("options", ["", "vector-width=8", "vector-width=4 kc=32 mc=24 nc=64",
+                                     "kc=64 mc=48 nc=64"])
+def test_matmul_matches_numpy(monkeypatch, m, n, k, options):
+    _with_pass(monkeypatch, options)
+    a, b = _rand(m, k), _rand(k, n)
+    _check(_matmul(m, n, k), a, b, a.astype(np.float64) @ b)
+
+
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
+def test_transposed_operands(monkeypatch, ta, tb):
+    _with_pass(monkeypatch, "kc=64 mc=48 nc=64")
+    m, n, k = 70, 90, 110
+    a, b = _rand(*((k, m) if ta else (m, k))), _rand(*((n, k) if tb else (k, n)))
+    expected = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b)
+    _check(_matmul(m, n, k, ta=ta, tb=tb), a, b, expected)
+
+
+@pytest.mark.parametrize("tb", [False, True])
+def test_batch_matmul(monkeypatch, tb):
+    _with_pass(monkeypatch, "kc=64 mc=48 nc=64")
+    batch, m, n, k = 3, 67, 45, 90
+    a, b = _rand(batch, m, k), _rand(*((batch, n, k) if tb else (batch, k, n)))
+    expected = a.astype(np.float64) @ (b.transpose(0, 2, 1) if tb else b)
+    _check(_matmul(m, n, k, tb=tb, batch=batch), a, b, expected)
+
+
+def test_large_odd_matmul(monkeypatch):
+    """Several KC/MC blocks with the host's own tiles and remainders in every dim (positive
+    inputs: with K = 1001 a signed sum's cancellation exceeds rtol in f32 whatever the order)."""
+    _with_pass(monkeypatch)
+    m, n, k = 1000, 999, 1001
+    a, b = np.abs(_rand(m, k)), np.abs(_rand(k, n))
+    _check(_matmul(m, n, k), a, b, a.astype(np.float64) @ b)
+
+
+def test_linear_mlp_matches_eager(monkeypatch):
+    """nn.Linear as torch-mlir emits it (transposed weight copy, fill, matmul, bias add)."""
+    torch = pytest.importorskip("torch")
+    _with_pass(monkeypatch)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 130), torch.nn.ReLU(),
+                                torch.nn.Linear(130, 70)).eval()
+    x = torch.randn(50, 96)
+    module = accel.import_torch(model, (x,))
+    compiled, kernels = _compile(module)
+    assert kernels == 2
+    out = compiled.invoke("main", x.numpy())
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(out, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_small_and_non_f32_matmuls_untouched(monkeypatch):
+    _with_pass(monkeypatch)
+    assert _compile(_matmul(32, 32, 32))[1] == 0  # below min-flops
+    assert _compile(_matmul(4, 512, 512))[1] == 0  # below min-size
+    assert _compile(_matmul(64, 64, 64).replace("f32", "f64"))[1] == 0
+
+
+def test_choose_tiles_fits_registers_and_caches():
+    avx2 = choose_tiles(8, 32 << 10, 512 << 10, 8 << 20)
+    assert avx2 == Tiles(vl=8, mr=6, nr=16, kc=256, mc=252, nc=2048)
+    avx512 = choose_tiles(16, 48 << 10, 1 << 20, 32 << 20)
+    assert avx512 == Tiles(vl=16, mr=12, nr=32, kc=192, mc=672, nc=4096)
+    for t in (avx2, avx512, host_tiles()):
+        registers = 32 if t.vl == 16 else 16
+        assert t.mr * t.nr // t.vl + t.nr // t.vl + 1 <= registers
+        assert t.kc % t.ku == 0 and t.mc % t.mr == 0 and t.nc % t.nr == 0
+
+
+def test_bad_options(ctx):
+    assert lookup_pass(PASS) is not None
+    with pytest.raises(AccelError, match="vector-width must be 0, 4, 8 or 16"):
+        run_pipeline(Module.parse("module {}"), f"builtin.module({PASS}{{vector-width=3}})")
