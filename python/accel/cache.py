@@ -67,6 +67,22 @@ def cache_dir() -> Path:
 
 # -- key ------------------------------------------------------------------------------------
 @cache
+def _code_digest() -> str:
+    """SHA-256 of accel's own Python sources: any change to a pass or pipeline (even without
+    a version bump, as during development) makes new cache keys."""
+    import accel.dialects
+    import accel.passes
+
+    digest = hashlib.sha256()
+    roots = {Path(p) for pkg in (accel, accel.passes, accel.dialects) for p in pkg.__path__}
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@cache
 def environment() -> dict[str, str]:
     """Versions and host facts that a cached compilation depends on (also in manifests)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -84,6 +100,7 @@ def environment() -> dict[str, str]:
     llvm.initialize_native_target()
     return {
         "accel": accel.__version__,
+        "code": _code_digest(),
         "bindings": f"{PROVIDER} {provider_version()}",
         "llvmlite": llvmlite_version,
         "triple": llvm.get_process_triple(),
