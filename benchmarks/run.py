@@ -296,7 +296,7 @@ class Framework:
         raise ValueError(self.name)
 
     def accel_options(self, cache: bool) -> dict[str, Any]:
-        # num_threads > 1 raises NotImplementedError until accel's code is multi-threaded.
+        # Threads of accel's parallel loops, set before each call (process-wide).
         return {"cache": cache, "num_threads": self.threads}
 
     def _iree(self, wl: Workload, model: Any, inputs: tuple[Any, ...]
@@ -545,8 +545,8 @@ def _speed(row: dict[str, Any] | None) -> float | None:
 def ratios(results: dict[tuple[str, int], dict[str, Any]], threads: list[int],
            rows: list[str]) -> dict[str, Any]:
     """accel speed / peer speed per row, peer and thread count (> 1: accel faster). At all
-    threads, where accel has no number there (num_threads unsupported), accel's 1-thread
-    number is used and `accel_threads` says so."""
+    threads, where accel has no number there (a failed run), accel's 1-thread number is used
+    and `accel_threads` says so."""
     out: dict[str, Any] = {}
     for row in rows:
         per_row: dict[str, Any] = {}
@@ -675,9 +675,8 @@ def main() -> None:
     print(f"\naccel benchmarks ({'quick' if args.quick else 'full'}), {host['date']}, "
           f"{host['cpu']}, {host['cores']} cores; median after warm-up")
     print(table(results, shown, threads, rows, ratio))
-    print("a/X = accel speed / X speed (> 1: accel faster); * = accel at 1 thread (accel's "
-          "num_threads > 1 is not supported yet); n/s = not supported, n/a = not run by this "
-          "framework")
+    print("a/X = accel speed / X speed (> 1: accel faster); * = accel's 1-thread number (no "
+          "all-threads result); n/s = not supported, n/a = not run by this framework")
     for key, w in workers.items():
         if w.get("skipped") or w.get("error"):
             print(f"  {key}: {w.get('skipped') or w.get('error')}")

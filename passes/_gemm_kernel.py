@@ -112,9 +112,103 @@ class _Emitter:
         self.emit("}" + suffix)
 
 
-def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False) -> str:
+@dataclass(frozen=True)
+class Split:
+    """How a parallel kernel divides its work: items over `dim` ("m": rows of A and C, "n":
+    columns of B and C), `group` register tiles (MR rows or NR columns) per item, `per`
+    items per batch index (items of batch bi are bi*per .. bi*per + per - 1)."""
+
+    dim: str
+    group: int
+    per: int
+    items: int  # all items (per * batch, or per)
+
+
+#: Smallest work (M*N*K, times the batch) a kernel runs in parallel: below ~8M MACs (~70 us on
+#: one AVX-512 core) starting a thread (~20-50 us) eats the gain.
+PARALLEL_MIN_MACS = 1 << 23
+#: Smallest work of one parallel item (a thread gets at least one).
+ITEM_MIN_MACS = 1 << 21
+
+
+def choose_split(spec: GemmSpec, tiles: Tiles, min_macs: int = PARALLEL_MIN_MACS
+                 ) -> Split | None:
+    """The parallel split of `spec`'s work, or None when it is too small to run in parallel.
+
+    The larger of M and N is split (into whole MR x .. or .. x NR tiles), so the operand
+    every thread packs in full (B when splitting M, A when splitting N) is the smaller
+    one; items are grouped to at least ITEM_MIN_MACS each (a quarter of `min_macs` when
+    that is less).
+    """
+    batch = max(spec.batch, 1)
+    if spec.m * spec.n * spec.k * batch < min_macs:
+        return None
+    dim = "m" if spec.m >= spec.n else "n"
+    size, tile, other = (spec.m, tiles.mr, spec.n) if dim == "m" else (spec.n, tiles.nr, spec.m)
+    tiles_in_dim = _ceil(size, tile)
+    item_macs = min(ITEM_MIN_MACS, min_macs // 4)  # a low threshold (tests): small items
+    group = max(1, min(tiles_in_dim, _ceil(item_macs, tile * other * spec.k)))
+    per = _ceil(tiles_in_dim, group)
+    if per * batch < 2:
+        return None
+    return Split(dim=dim, group=group, per=per, items=per * batch)
+
+
+def _descriptor(rank: int) -> str:
+    return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
+
+
+def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
+    """`@name(A, B, C)`: the operands' descriptors into a stack context, then
+    `accel_parallel_for(@name_entry, ctx, items)`; `@name_entry(ctx, lo, hi)` loads them
+    back and calls `@name_body(A, B, C, lo, hi)`."""
+    rank = 3 if spec.batch else 2
+    desc = _descriptor(rank)
+    arr = f"!llvm.array<3 x {desc}>"
+    fn_t = "(!llvm.ptr, index, index) -> ()"
+    types = (spec.a_type, spec.b_type, spec.c_type)
+    lines = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
+             f"%C: {spec.c_type}) {{",
+             "    %one = llvm.mlir.constant(1 : i64) : i64",
+             f"    %ctx = llvm.alloca %one x {arr} : (i64) -> !llvm.ptr"]
+    for i, (v, t) in enumerate(zip("ABC", types, strict=True)):
+        lines += [f"    %d{v} = builtin.unrealized_conversion_cast %{v} : {t} to {desc}",
+                  f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
+                  f"{arr}",
+                  f"    llvm.store %d{v}, %p{v} : {desc}, !llvm.ptr"]
+    lines += [f"    %items = arith.constant {split.items} : index",
+              f"    %f = func.constant @{name}_entry : {fn_t}",
+              f"    func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index)"
+              " -> ()",
+              "    return",
+              "  }",
+              f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
+    for i, (v, t) in enumerate(zip("ABC", types, strict=True)):
+        lines += [f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
+                  f"{arr}",
+                  f"    %d{v} = llvm.load %p{v} : !llvm.ptr -> {desc}",
+                  f"    %{v} = builtin.unrealized_conversion_cast %d{v} : {desc} to {t}"]
+    lines += [f"    func.call @{name}_body(%A, %B, %C, %lo, %hi) : ({', '.join(types)}, index, "
+              "index) -> ()",
+              "    return",
+              "  }"]
+    return lines
+
+
+#: The runtime's fork-join loop (python/accel/backend/parallel.py).
+PARALLEL_FOR_DECL = ("  func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
+                     "!llvm.ptr, index)")
+
+
+def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
+                split: Split | None = None) -> str:
     """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
-    packing buffers at its end (otherwise the deallocation pipeline must run after)."""
+    packing buffers at its end (otherwise the deallocation pipeline must run after).
+
+    With `split`, `@name` runs `@name_body` over the split's items with
+    `accel_parallel_for` (through `@name_entry`), and the module also declares that;
+    `@name_body(A, B, C, lo, hi)` computes the rows (or columns) of items [lo, hi).
+    """
     t, e = tiles, _Emitter()
     f32v = f"vector<{t.vl}xf32>"
     nvec = t.nr // t.vl
@@ -141,10 +235,31 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.emit(f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {bp_t}")
     e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
     e.emit(f"%Ct = memref.alloca() {{alignment = 64 : i64}} : {ct_t}")
-    if spec.batch:
-        e.open_for("%bi", c0, e.c(spec.batch), c1)
-    e.open_for("%jc", c0, e.c(spec.n), e.c(t.nc))
-    nc = e.min(e.c(t.nc), e.sub(e.c(spec.n), "%jc"))
+    # The rows [m_lo, m_hi) and columns [n_lo, n_hi) of C this function computes.
+    m_lo, m_hi, n_lo, n_hi = c0, e.c(spec.m), c0, e.c(spec.n)
+    if split is None:
+        if spec.batch:
+            e.open_for("%bi", c0, e.c(spec.batch), c1)
+    else:
+        per = e.c(split.per)
+        lo, hi = "%lo", "%hi"
+        if spec.batch:  # the batch indices items [lo, hi) touch, then the items in each
+            b_lo = e.op(f"arith.divui %lo, {per} : index")
+            b_hi = e.op(f"arith.ceildivui %hi, {per} : index")
+            e.open_for("%bi", b_lo, b_hi, c1)
+            first = e.mul("%bi", per)
+            lo = e.op(f"arith.maxsi {e.sub('%lo', first)}, {c0} : index")
+            hi = e.min(e.sub("%hi", first), per)
+        size, tile = (spec.m, t.mr) if split.dim == "m" else (spec.n, t.nr)
+        step = e.c(split.group * tile)
+        r_lo = e.mul(lo, step)
+        r_hi = e.min(e.mul(hi, step), e.c(size))
+        if split.dim == "m":
+            m_lo, m_hi = r_lo, r_hi
+        else:
+            n_lo, n_hi = r_lo, r_hi
+    e.open_for("%jc", n_lo, n_hi, e.c(t.nc))
+    nc = e.min(e.c(t.nc), e.sub(n_hi, "%jc"))
     np_ = e.op(f"arith.ceildivui {nc}, {e.c(t.nr)} : index")
     e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
     kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
@@ -153,7 +268,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside B ------------------
     e.open_for("%jr", c0, np_, c1)
     n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
-    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), e.c(spec.n))
+    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), n_hi)
     e.emit(f"scf.if {nfull} {{")
     e.indent += 1
     loops = [("%p", c0, kc), ("%j", c0, e.c(t.nr))]
@@ -167,7 +282,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.close()
     e.close(" else {")
     e.indent += 1
-    nv = e.sub(e.c(spec.n), n0)
+    nv = e.sub(n_hi, n0)
     e.open_for("%j", c0, e.c(t.nr), c1)
     inside = e.cmp("slt", "%j", nv)
     e.emit(f"scf.if {inside} {{")
@@ -192,14 +307,14 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.close()
     e.close()
 
-    e.open_for("%ic", c0, e.c(spec.m), e.c(t.mc))
-    mc = e.min(e.c(t.mc), e.sub(e.c(spec.m), "%ic"))
+    e.open_for("%ic", m_lo, m_hi, e.c(t.mc))
+    mc = e.min(e.c(t.mc), e.sub(m_hi, "%ic"))
     mp = e.op(f"arith.ceildivui {mc}, {e.c(t.mr)} : index")
 
     # -- pack A: Ap[ir, p, i] = A[ic + ir*MR + i, pc + p], zero outside A -----------------
     e.open_for("%ir", c0, mp, c1)
     m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
-    mv = e.min(e.c(t.mr), e.sub(e.c(spec.m), m0))
+    mv = e.min(e.c(t.mr), e.sub(m_hi, m0))
     loops = [("%i", c0, mv), ("%p", c0, kc)]
     for iv, lo, hi in (loops[::-1] if spec.trans_a else loops):
         e.open_for(iv, lo, hi, c1)
@@ -247,8 +362,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     out = [[f"{results}#{i * nvec + j}" for j in range(nvec)] for i in range(t.mr)]
     m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
     n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
-    mfull = e.cmp("sle", e.add(m0, e.c(t.mr)), e.c(spec.m))
-    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), e.c(spec.n))
+    mfull = e.cmp("sle", e.add(m0, e.c(t.mr)), m_hi)
+    nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), n_hi)
     full = e.op(f"arith.andi {mfull}, {nfull} : i1")
     e.emit(f"scf.if {full} {{")
     e.indent += 1
@@ -264,8 +379,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     for i in range(t.mr):
         for j in range(nvec):
             e.emit(f"vector.store {out[i][j]}, %Ct[{e.c(i)}, {e.c(j * t.vl)}] : {ct_t}, {f32v}")
-    mv = e.min(e.c(t.mr), e.sub(e.c(spec.m), m0))
-    nv = e.min(e.c(t.nr), e.sub(e.c(spec.n), n0))
+    mv = e.min(e.c(t.mr), e.sub(m_hi, m0))
+    nv = e.min(e.c(t.nr), e.sub(n_hi, n0))
     e.open_for("%i", c0, mv, c1)
     e.open_for("%j", c0, nv, c1)
     m = e.add(m0, "%i")
@@ -287,9 +402,15 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     if dealloc:
         e.emit(f"memref.dealloc %Bp : {bp_t}")
         e.emit(f"memref.dealloc %Ap : {ap_t}")
-    head = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
-            f"%C: {spec.c_type}) {{",
+    params = f"%A: {spec.a_type}, %B: {spec.b_type}, %C: {spec.c_type}"
+    kernel = name if split is None else f"{name}_body"
+    if split is not None:
+        params += ", %lo: index, %hi: index"
+    head = [f"  func.func private @{kernel}({params}) {{",
             "    %zero = arith.constant 0.0 : f32",
             f"    %zv = arith.constant dense<0.0> : {f32v}"]
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
-    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+    body = [*head, *e.lines, "    return", "  }"]
+    if split is None:
+        return "\n".join(["module {", *body, "}"])
+    return "\n".join(["module {", *_render_dispatch(spec, name, split), *body, "}"])

@@ -21,7 +21,10 @@ measurements are in docs/cpu-codegen.md.
 It runs after One-Shot Bufferize and before `convert-linalg-to-affine-loops` (so affine
 fusion never sees these matmuls; it treats the call as an opaque reader/writer of its
 memrefs) and before the deallocation pipeline, which frees the packing buffers (set
-`dealloc` when running it after that pipeline). The kernel accumulates into C
+`dealloc` when running it after that pipeline). Kernels of at least `parallel-min-flops`
+multiply-adds split their rows or columns across threads with `accel_parallel_for`
+(python/accel/backend/parallel.py; the thread count is a runtime setting: 1 runs them
+serially). The kernel accumulates into C
 (`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
 
 Not handled (left as they are): other element types, dynamic shapes, matmuls below
@@ -37,7 +40,15 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._gemm_kernel import GemmSpec, Tiles, render_gemm
+from accel.passes._gemm_kernel import (
+    PARALLEL_FOR_DECL,
+    PARALLEL_MIN_MACS,
+    GemmSpec,
+    Split,
+    Tiles,
+    choose_split,
+    render_gemm,
+)
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _MM = ("linalg.matmul", "linalg.batch_matmul")
@@ -197,8 +208,8 @@ def _nothing_writes_between(first: Operation, last: Operation) -> bool:
 
 
 # -- rewriting ------------------------------------------------------------------------------
-def _kernel_name(spec: GemmSpec, tiles: Tiles) -> str:
-    key = f"{spec}{tiles}".encode()
+def _kernel_name(spec: GemmSpec, tiles: Tiles, split: Split | None = None) -> str:
+    key = f"{spec}{tiles}{split or ''}".encode()
     trans = ("t" if spec.trans_a else "n") + ("t" if spec.trans_b else "n")
     batch = f"{spec.batch}x" if spec.batch else ""
     return (f"accel_gemm_{batch}{spec.m}x{spec.n}x{spec.k}_{trans}_"
@@ -225,28 +236,35 @@ def _fold_weight_transpose(op: Operation, spec: GemmSpec) -> GemmSpec:
 
 
 def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
-                known: set[str]) -> str:
-    """The kernel's symbol, adding the private function to `module` on first use."""
-    name = _kernel_name(spec, tiles)
+                known: set[str], parallel_min: int | None = None) -> str:
+    """The kernel's symbol, adding its private functions to `module` on first use (and the
+    declaration of `accel_parallel_for` when it runs in parallel: `parallel_min` is the
+    smallest M*N*K that does, None for none)."""
+    split = None if parallel_min is None else choose_split(spec, tiles, parallel_min)
+    name = _kernel_name(spec, tiles, split)
     if name in known:
         return name
-    text = render_gemm(spec, tiles, name, dealloc=dealloc)
+    text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
+    if split is not None and "accel_parallel_for" not in known:
+        text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
+        known.add("accel_parallel_for")
     parsed = ir.Module.parse(text, module.context)
-    func = parsed.body.operations[0].operation
     body = module.regions[0].blocks[0]
-    func.move_after(body.operations[len(body.operations) - 1])
+    for func in list(parsed.body.operations):
+        func.operation.move_after(body.operations[len(body.operations) - 1])
     known.add(name)
     return name
 
 
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
-                 min_flops: int, dealloc: bool, known: set[str]) -> bool:
+                 min_flops: int, dealloc: bool, known: set[str],
+                 parallel_min: int | None = None) -> bool:
     """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match."""
     spec = match_gemm(op, min_size, min_flops)
     if spec is None:
         return False
     spec = _fold_weight_transpose(op, spec)
-    name = _add_kernel(module, spec, tiles, dealloc, known)
+    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min)
     with InsertionPoint(op), op.location:
         ir.Operation.create("func.call", results=[], operands=list(op.operands),
                             attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
@@ -272,11 +290,18 @@ class MatmulMicrokernel(ModulePass):
     nc: int = field(default=0, metadata={"help": "n block (0: from L3)"})
     #: Free the packing buffers in the kernel (only after the deallocation pipeline).
     dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
+    #: Split large kernels across threads with `accel_parallel_for` (python/accel/backend/
+    #: parallel.py; the thread count is a runtime setting, 1 runs them serially).
+    parallel: bool = field(default=True, metadata={"help": "multi-threaded kernels"})
+    #: Smallest (batch x) M x N x K run in parallel: below it starting threads costs more.
+    parallel_min_flops: int = field(default=PARALLEL_MIN_MACS,
+                                    metadata={"help": "smallest M*N*K run in parallel"})
 
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
             raise ValueError("vector-width must be 0, 4, 8 or 16")
-        if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops) < 0:
+        if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops,
+               self.parallel_min_flops) < 0:
             raise ValueError("sizes must not be negative")
 
     def tiles(self) -> Tiles:
@@ -297,6 +322,7 @@ class MatmulMicrokernel(ModulePass):
         tiles = self.tiles()
         known = {str(ir.StringAttr(f.attributes["sym_name"]).value)
                  for f in ops_named(module, ("func.func",))}
+        parallel_min = self.parallel_min_flops if self.parallel else None
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
-                         known)
+                         known, parallel_min)

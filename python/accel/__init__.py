@@ -6,6 +6,8 @@ Public API (lazy, so `import accel` stays cheap for the CLIs):
 - `accel.load(folder)`: reload a folder written by `CompiledModule.save` (no recompiling).
 - `accel.import_torch(model, example_inputs)`: PyTorch -> linalg-on-tensors MLIR module.
 - `accel.compile_mlir(source, options=None)`: JIT-compile MLIR for the host CPU.
+- `accel.set_num_threads(n)` / `accel.get_num_threads()`: threads of compiled parallel loops
+  (default: $ACCEL_NUM_THREADS, else all cores available).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _LAZY = {
     "make_context": ("accel.context", "make_context"),
     "jit": ("accel.jit_function", "jit"),
     "RuntimeAssertionError": ("accel.runtime", "RuntimeAssertionError"),
+    "set_num_threads": ("accel.backend.parallel", "set_num_threads"),
+    "get_num_threads": ("accel.backend.parallel", "num_threads"),
 }
 
 

@@ -293,6 +293,14 @@ def _emit_model_object(llvm_ir: str, weights: Mapping[str, np.ndarray], name: st
     # Narrowing helpers codegen may call (libgcc's would pull in libgcc_s): our own, hidden.
     mod.link_in(_parse_llvm(soft_float_helpers_ir(["__truncdfbf2", "__truncsfbf2",
                                                     "__truncdfhf2"]), "soft-float helpers"))
+    # Multi-threaded GEMM kernels' fork-join (pthreads, in libc since glibc 2.34), with the
+    # library's own thread count (ACCEL_NUM_THREADS, else the online cores, on first use;
+    # 1 with user_memory, whose pool allocator serves only the calling thread).
+    from accel.backend.parallel import PARALLEL_FOR, parallel_runtime_ir
+
+    if any(fn.name == PARALLEL_FOR and fn.is_declaration for fn in mod.functions):
+        mod.link_in(_parse_llvm(parallel_runtime_ir(aot=True, serial=user_memory),
+                                "parallel runtime"))
     prefix = f"{name}__"
     renames = {ASSERT_FAIL_SYMBOL: prefix + "assert_fail", "memrefCopy": prefix + "memrefCopy"}
     if user_memory:

@@ -81,10 +81,10 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
         (bool,), False, "Fail instead of falling back to the host for ops the target cannot "
         "run. The CPU target runs every op it compiles, so True changes nothing there."),
     "num_threads": OptionSpec(
-        (int, type(None)), None, "Threads for compiled code; the CPU code is single-threaded, "
-        "so only None or 1 yet.",
-        invalid=lambda v: None if v is None or v >= 1 else "must be None or an int >= 1",
-        supported=lambda v: v in (None, 1)),
+        (int, type(None)), None, "Threads for the parallel loops of compiled code (large "
+        "matmul kernels), set before each call; None: the process setting "
+        "(accel.set_num_threads, else $ACCEL_NUM_THREADS, else all cores available).",
+        invalid=lambda v: None if v is None or v >= 1 else "must be None or an int >= 1"),
     "num_iters": OptionSpec(
         (int,), 1, "Run each call this many times on the same inputs (benchmarking); the "
         "mean seconds per run is in `CompiledModule.last_seconds`.",
@@ -197,6 +197,11 @@ class CompiledModule:
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
         arrays = [_to_numpy(a) for a in args]
         eager_state = self._eager_state(args) if self.options.get("verify_numerics") else None
+        threads = self.options.get("num_threads")
+        if threads is not None:  # process-wide: set for this model's call
+            from accel.backend.parallel import set_num_threads
+
+            set_num_threads(threads)
         runs = 1 if self.mutations else self.options.get("num_iters", 1)  # updates happen once
         start = time.perf_counter()
         for _ in range(runs):

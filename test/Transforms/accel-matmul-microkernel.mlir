@@ -1,4 +1,23 @@
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
+
+// Multi-threaded kernels (`parallel-min-flops`, default 2^23): @K puts the operands'
+// descriptors into a stack context and runs @K_entry over the items (here the 6 NR-column
+// panels of N = 96 > M = 64) with the runtime's `accel_parallel_for`; @K_entry loads them
+// back and calls @K_body on items [lo, hi), the serial kernel over those columns.
+// PAR-LABEL: func.func @matmul
+// PAR:       call @[[K:accel_gemm_64x96x80_nn_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// PAR:       func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), !llvm.ptr, index)
+// PAR:       func.func private @[[K]](
+// PAR:         llvm.alloca %{{.*}} x !llvm.array<3 x struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>>
+// PAR-COUNT-3: llvm.store
+// PAR:         %[[F:.*]] = constant @[[K]]_entry : (!llvm.ptr, index, index) -> ()
+// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c6)
+// PAR:       func.func private @[[K]]_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
+// PAR-COUNT-3: llvm.load
+// PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
+// PAR:       func.func private @[[K]]_body(%{{.*}}: memref<64x80xf32>, %{{.*}}: memref<80x96xf32>, %{{.*}}: memref<64x96xf32>, %{{.*}}: index, %{{.*}}: index)
+// PAR:         vector.fma
 
 // A static f32 matmul becomes a call to a private packed GEMM kernel: B and A packed into
 // zero-padded panels, a 6x16 micro-kernel of vector<8xf32> FMAs (12 accumulators).

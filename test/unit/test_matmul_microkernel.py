@@ -11,6 +11,8 @@ vector width and the AVX2 (8 lanes) and SSE (4 lanes) variants.
 
 from __future__ import annotations
 
+import re
+
 import accel
 import numpy as np
 import pytest
@@ -39,7 +41,9 @@ def _compile(source: str | Module) -> tuple[accel.CompiledMLIR, int]:
     with phases.recording(keep_ir=True) as rec:
         compiled = accel.compile_mlir(source, {"cache": False})
     ir = next(p.ir for p in rec.phases if p.name == "bufferize")
-    return compiled, str(ir).count("call @accel_gemm_")
+    # A parallel kernel's entry calls its body: count only the calls that replaced matmuls.
+    calls = re.findall(r"call @(accel_gemm_\w+)\(", str(ir))
+    return compiled, sum(not name.endswith("_body") for name in calls)
 
 
 def _matmul(m: int, n: int, k: int, *, ta: bool = False, tb: bool = False,
@@ -154,3 +158,79 @@ def test_bad_options(ctx):
     assert lookup_pass(PASS) is not None
     with pytest.raises(AccelError, match="vector-width must be 0, 4, 8 or 16"):
         run_pipeline(Module.parse("module {}"), f"builtin.module({PASS}{{vector-width=3}})")
+
+
+# -- multi-threaded kernels (accel_parallel_for, python/accel/backend/parallel.py) ----------
+@pytest.fixture
+def threads():
+    """Sets the JIT's thread count for a test and restores it after."""
+    from accel.backend import parallel
+
+    before = parallel.num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
+
+
+def _parallel_ir(source: str) -> str:
+    with phases.recording(keep_ir=True) as rec:
+        accel.compile_mlir(source, {"cache": False})
+    return str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+@pytest.mark.parametrize("m,n,k,ta,tb,batch", [
+    (67, 73, 71, False, False, 0),  # split over N (N > M), remainders everywhere
+    (200, 30, 100, False, False, 0),  # split over M
+    (16, 200, 250, False, False, 0),  # tall-skinny: only N has several tiles
+    (90, 70, 110, True, True, 0),
+    (70, 90, 110, False, True, 0),
+    (67, 45, 90, False, False, 3),  # batch: items span batch indices
+    (40, 45, 90, False, True, 2),
+])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_parallel_kernels_match_numpy(monkeypatch, threads, m, n, k, ta, tb, batch, count):
+    _with_pass(monkeypatch, "kc=64 mc=24 nc=64 parallel-min-flops=0")
+    threads(count)
+    a = _rand(*((batch,) if batch else ()), *((k, m) if ta else (m, k)))
+    b = _rand(*((batch,) if batch else ()), *((n, k) if tb else (k, n)))
+    expected = ((a.swapaxes(-1, -2) if ta else a).astype(np.float64)
+                @ (b.swapaxes(-1, -2) if tb else b))
+    source = _matmul(m, n, k, ta=ta, tb=tb, batch=batch)
+    if count == 1:
+        assert "accel_parallel_for" in _parallel_ir(source)
+    _check(source, a, b, expected)
+
+
+def test_parallel_only_above_threshold(monkeypatch):
+    _with_pass(monkeypatch)
+    assert "accel_parallel_for" in _parallel_ir(_matmul(256, 256, 256))
+    assert "accel_parallel_for" not in _parallel_ir(_matmul(64, 64, 64))  # < 2^23 MACs
+    monkeypatch.undo()
+    _with_pass(monkeypatch, "parallel=false")
+    assert "accel_parallel_for" not in _parallel_ir(_matmul(256, 256, 256))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_parallel_large_odd_matmul(monkeypatch, threads, count):
+    """The host's tiles, default threshold, remainders in every dim, each thread count."""
+    _with_pass(monkeypatch)
+    threads(count)
+    m, n, k = 515, 333, 257
+    a, b = np.abs(_rand(m, k)), np.abs(_rand(k, n))
+    _check(_matmul(m, n, k), a, b, a.astype(np.float64) @ b)
+
+
+def test_choose_split():
+    from accel.passes._gemm_kernel import GemmSpec, choose_split
+
+    t = Tiles(vl=16, mr=12, nr=32, kc=192, mc=672, nc=4096)
+
+    def spec(m, n, k, batch=0):
+        return GemmSpec(m=m, n=n, k=k, a_type="", b_type="", c_type="", batch=batch)
+
+    big = choose_split(spec(1024, 1024, 1024), t)
+    assert (big.dim, big.group, big.per, big.items) == ("m", 1, 86, 86)
+    skinny = choose_split(spec(32, 4096, 1024), t)
+    assert skinny.dim == "n" and skinny.items >= 2
+    assert choose_split(spec(128, 128, 128), t) is None  # 2^21 MACs: serial
+    batched = choose_split(spec(64, 64, 512, batch=8), t, 0)
+    assert batched.items == batched.per * 8

@@ -168,7 +168,7 @@ def test_bad_option_values(key, value, message) -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("target", "rdu"), ("target", "mncore"), ("float_dtype", "bfloat16"),
-    ("mm_conv_precision_mode", "tf32"), ("num_threads", 4),
+    ("mm_conv_precision_mode", "tf32"),
 ])
 def test_options_not_supported_yet(key, value) -> None:
     with pytest.raises(NotImplementedError, match=rf"option '{key}' is not supported yet"):
@@ -290,3 +290,18 @@ def test_unsupported_in_place_update_is_a_clear_error() -> None:
     """BatchNorm in training mode bumps a 0-d counter that torch-mlir folds away."""
     with pytest.raises(NotImplementedError, match="updates buffer 'num_batches_tracked'"):
         accel.compile(torch.nn.BatchNorm1d(4).train(), (torch.randn(8, 4),))
+
+
+def test_num_threads_option_sets_the_process_thread_count() -> None:
+    from accel.backend import parallel
+
+    before = parallel.num_threads()
+    try:
+        model = torch.nn.Linear(8, 4).eval()
+        fn = accel.compile(model, (torch.randn(2, 8),), options={"num_threads": 3})
+        with torch.no_grad():
+            torch.testing.assert_close(fn(torch.ones(2, 8)), model(torch.ones(2, 8)),
+                                       rtol=RTOL, atol=ATOL)
+        assert accel.get_num_threads() == 3
+    finally:
+        accel.set_num_threads(before)

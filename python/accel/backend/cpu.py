@@ -731,6 +731,10 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     helpers = soft_float_helpers_ir()
     if helpers:
         mod.link_in(_parse_llvm(helpers, "soft-float helpers"))
+    from accel.backend.parallel import PARALLEL_FOR, parallel_runtime_ir
+
+    if _callee_types(mod, PARALLEL_FOR) is not None:  # multi-threaded kernels' fork-join
+        mod.link_in(_parse_llvm(parallel_runtime_ir(), "parallel runtime"))
     _resolve_externals(mod)
     for gv in mod.global_variables:
         if gv.is_declaration and gv.name not in weights and \

@@ -1,0 +1,268 @@
+"""Fork-join parallel loops for generated code: `accel_parallel_for`, as LLVM IR text.
+
+    void accel_parallel_for(void (*body)(void *ctx, int64_t lo, int64_t hi),
+                            void *ctx, int64_t n);
+
+runs `body` over [0, n) split into T contiguous chunks, T = min(accel_num_threads, n):
+chunk 0 on the calling thread, chunks 1..T-1 on threads made with `pthread_create` and
+joined with `pthread_join` before it returns. With T = 1 it calls `body(ctx, 0, n)` and
+creates no thread; a failed `pthread_create` runs that chunk on the calling thread.
+
+No thread outlives a call and nothing spins: between calls accel holds no threads at all,
+so it cannot oversubscribe the cores PyTorch's (or OpenBLAS') pools use while it is idle,
+and during a call it uses at most `accel_num_threads` cores, the calling one included.
+The thread count is the global `i32 accel_num_threads`:
+
+* JIT: one process-wide `ctypes.c_int32` bound to the symbol (`llvm.add_symbol`), so every
+  compiled module reads the same value; `set_num_threads` changes it for later calls.
+  The default is the `ACCEL_NUM_THREADS` environment variable, else the cores this process
+  may run on (`os.sched_getaffinity`).
+* AOT libraries: a hidden global in the library, 0 until the first call, which then reads
+  `ACCEL_NUM_THREADS`, else `sysconf(_SC_NPROCESSORS_ONLN)`.
+
+Code generators decide statically whether a loop is worth running in parallel (the GEMM
+kernels of `accel-matmul-microkernel` only call it above a work threshold) and choose `n`
+so that one item is worth a thread's start (~20-50 us).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+#: Symbols the generated code uses.
+PARALLEL_FOR = "accel_parallel_for"
+NUM_THREADS = "accel_num_threads"
+#: Most threads one call uses (bounds the stack arrays of `accel_parallel_for`).
+MAX_THREADS = 256
+
+_count = ctypes.c_int32(0)
+_lock = threading.Lock()
+_bound = False
+
+
+def default_num_threads() -> int:
+    """`ACCEL_NUM_THREADS` when set to a positive int, else the cores this process may use."""
+    text = os.environ.get("ACCEL_NUM_THREADS", "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"ACCEL_NUM_THREADS must be a positive integer, got {text!r}") \
+                from None
+        if value >= 1:
+            return min(value, MAX_THREADS)
+        raise ValueError(f"ACCEL_NUM_THREADS must be a positive integer, got {text!r}")
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
+
+def num_threads() -> int:
+    """Threads a parallel loop of JIT-compiled code uses (set or default)."""
+    with _lock:
+        if _count.value <= 0:
+            _count.value = default_num_threads()
+        return _count.value
+
+
+def set_num_threads(count: int | None) -> None:
+    """Threads for parallel loops of all JIT-compiled code from now on (the calling thread
+    included; 1: run serially); None: back to `default_num_threads()`."""
+    if count is None:
+        count = default_num_threads()
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"num_threads must be a positive int, got {count!r}")
+    with _lock:
+        _count.value = min(count, MAX_THREADS)
+
+
+def num_threads_address() -> int:
+    """Address of the process-wide thread count the JIT binds `accel_num_threads` to."""
+    return ctypes.addressof(_count)
+
+
+def _bind_jit_symbols() -> None:
+    """Bind `accel_num_threads` for MCJIT (once; the value is set from the environment)."""
+    global _bound
+    import llvmlite.binding as llvm
+
+    num_threads()
+    with _lock:
+        if not _bound:
+            llvm.add_symbol(NUM_THREADS, num_threads_address())
+            _bound = True
+
+
+_RUNTIME = """\
+%accel.job = type { ptr, ptr, i64, i64, i64, i64 }  ; body, ctx, lo, hi, thread id, started
+
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_join(i64, ptr)
+%EXTRA_DECLS%
+
+define ptr @accel_parallel_thunk(ptr %job) {
+  %bp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 0
+  %body = load ptr, ptr %bp
+  %cp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 1
+  %ctx = load ptr, ptr %cp
+  %lp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 2
+  %lo = load i64, ptr %lp
+  %hp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 3
+  %hi = load i64, ptr %hp
+  call void %body(ptr %ctx, i64 %lo, i64 %hi)
+  ret ptr null
+}
+
+define void @accel_parallel_for(ptr %body, ptr %ctx, i64 %n) {
+entry:
+  %set = load atomic i32, ptr @accel_num_threads monotonic, align 4
+  %unset = icmp sle i32 %set, 0
+  br i1 %unset, label %default, label %have
+
+default:
+  %def = call i32 @accel_default_num_threads()
+  store atomic i32 %def, ptr @accel_num_threads monotonic, align 4
+  br label %have
+
+have:
+  %t32 = phi i32 [ %set, %entry ], [ %def, %default ]
+  %t64 = sext i32 %t32 to i64
+  %tcap = call i64 @llvm.smin.i64(i64 %t64, i64 MAX_THREADS)
+  %t = call i64 @llvm.smin.i64(i64 %tcap, i64 %n)
+  %serial = icmp sle i64 %t, 1
+  br i1 %serial, label %inline, label %fork
+
+inline:
+  %pos = icmp sgt i64 %n, 0
+  br i1 %pos, label %inline_call, label %done
+
+inline_call:
+  call void %body(ptr %ctx, i64 0, i64 %n)
+  br label %done
+
+fork:
+  %jobs = alloca %accel.job, i64 MAX_THREADS, align 16
+  br label %spawn
+
+spawn:                                  ; chunk i = [n*i/t, n*(i+1)/t) for i = 1..t-1
+  %i = phi i64 [ 1, %fork ], [ %i1, %spawned ]
+  %i1 = add nuw nsw i64 %i, 1
+  %lo_n = mul nsw i64 %n, %i
+  %lo = sdiv i64 %lo_n, %t
+  %hi_n = mul nsw i64 %n, %i1
+  %hi = sdiv i64 %hi_n, %t
+  %j = getelementptr inbounds %accel.job, ptr %jobs, i64 %i
+  store ptr %body, ptr %j
+  %jc = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 1
+  store ptr %ctx, ptr %jc
+  %jl = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 2
+  store i64 %lo, ptr %jl
+  %jh = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 3
+  store i64 %hi, ptr %jh
+  %jt = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 4
+  %js = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 5
+  %rc = call i32 @pthread_create(ptr %jt, ptr null, ptr @accel_parallel_thunk, ptr %j)
+  %ok = icmp eq i32 %rc, 0
+  %okx = zext i1 %ok to i64
+  store i64 %okx, ptr %js
+  br i1 %ok, label %spawned, label %run_here
+
+run_here:                               ; no thread: this chunk on the calling thread
+  call void %body(ptr %ctx, i64 %lo, i64 %hi)
+  br label %spawned
+
+spawned:
+  %more = icmp slt i64 %i1, %t
+  br i1 %more, label %spawn, label %own
+
+own:
+  %hi0 = sdiv i64 %n, %t
+  call void %body(ptr %ctx, i64 0, i64 %hi0)
+  br label %join
+
+join:
+  %k = phi i64 [ 1, %own ], [ %k1, %joined ]
+  %k1 = add nuw nsw i64 %k, 1
+  %jk = getelementptr inbounds %accel.job, ptr %jobs, i64 %k
+  %jks = getelementptr inbounds %accel.job, ptr %jk, i64 0, i32 5
+  %started = load i64, ptr %jks
+  %was = icmp ne i64 %started, 0
+  br i1 %was, label %do_join, label %joined
+
+do_join:
+  %jkt = getelementptr inbounds %accel.job, ptr %jk, i64 0, i32 4
+  %tid = load i64, ptr %jkt
+  %jr = call i32 @pthread_join(i64 %tid, ptr null)
+  br label %joined
+
+joined:
+  %again = icmp slt i64 %k1, %t
+  br i1 %again, label %join, label %done
+
+done:
+  ret void
+}
+
+declare i64 @llvm.smin.i64(i64, i64)
+"""
+
+#: JIT: the count lives in Python (`_count`); 0 never reaches the code, but stay safe.
+_JIT_COUNT = """\
+@accel_num_threads = external global i32
+
+define i32 @accel_default_num_threads() {
+  ret i32 1
+}
+"""
+
+#: AOT: the library's own count, from ACCEL_NUM_THREADS or the online cores on first use.
+_AOT_COUNT = """\
+@accel_num_threads = global i32 0, align 4
+@accel_env_name = private unnamed_addr constant [18 x i8] c"ACCEL_NUM_THREADS\\00"
+
+declare ptr @getenv(ptr)
+declare i32 @atoi(ptr)
+declare i64 @sysconf(i32)
+
+define i32 @accel_default_num_threads() {
+entry:
+  %env = call ptr @getenv(ptr @accel_env_name)
+  %none = icmp eq ptr %env, null
+  br i1 %none, label %cores, label %parse
+
+parse:
+  %v = call i32 @atoi(ptr %env)
+  %good = icmp sgt i32 %v, 0
+  br i1 %good, label %out, label %cores
+
+cores:
+  %c = call i64 @sysconf(i32 84)                 ; _SC_NPROCESSORS_ONLN (glibc)
+  %c32 = trunc i64 %c to i32
+  %cpos = icmp sgt i32 %c32, 0
+  %cs = select i1 %cpos, i32 %c32, i32 1
+  br label %out
+
+out:
+  %r = phi i32 [ %v, %parse ], [ %cs, %cores ]
+  ret i32 %r
+}
+"""
+
+
+def parallel_runtime_ir(aot: bool = False, serial: bool = False) -> str:
+    """LLVM IR defining `accel_parallel_for`; for the JIT (`aot` false) it declares
+    `accel_num_threads` and binds it to the process-wide count, for AOT libraries it
+    defines it (read from the environment on first use). `serial` (AOT only) fixes the
+    count at 1: a `user_memory` library's pool allocator is per calling thread and follows
+    the build-time sequence of allocations, which worker threads would break."""
+    if not aot:
+        _bind_jit_symbols()
+    text = _RUNTIME.replace("MAX_THREADS", str(MAX_THREADS))
+    count = _JIT_COUNT
+    if aot:
+        count = _AOT_COUNT.replace("global i32 0", "global i32 1") if serial else _AOT_COUNT
+    return text.replace("%EXTRA_DECLS%", count)
