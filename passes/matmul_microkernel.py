@@ -245,13 +245,17 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
     if name in known:
         return name
     text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
-    if split is not None and "accel_parallel_for" not in known:
+    if split is not None:  # every parallel kernel's text needs it to verify on its own
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
-        known.add("accel_parallel_for")
     parsed = ir.Module.parse(text, module.context)
     body = module.regions[0].blocks[0]
     for func in list(parsed.body.operations):
+        symbol = ir.StringAttr(func.operation.attributes["sym_name"]).value
+        if symbol == "accel_parallel_for" and symbol in known:
+            continue  # declared by an earlier kernel
         func.operation.move_after(body.operations[len(body.operations) - 1])
+    if split is not None:
+        known.add("accel_parallel_for")
     known.add(name)
     return name
 

@@ -234,3 +234,21 @@ def test_choose_split():
     assert choose_split(spec(128, 128, 128), t) is None  # 2^21 MACs: serial
     batched = choose_split(spec(64, 64, 512, batch=8), t, 0)
     assert batched.items == batched.per * 8
+
+
+def test_two_parallel_kernels_in_one_model():
+    """Every parallel kernel's text declares accel_parallel_for, the module once (a second
+    kernel of another shape failed to parse: 'does not reference a valid function')."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10)).eval()
+    x = torch.randn(64, 784)
+    with phases.recording() as rec:
+        fn = accel.compile(model, (x,), options={"cache": False})
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+    bufferized = next(p.ir for p in rec.phases if p.name == "bufferize")
+    assert bufferized.count("func.func private @accel_parallel_for") == 1
+    assert bufferized.count("call @accel_parallel_for") >= 2
