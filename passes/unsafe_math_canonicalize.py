@@ -63,6 +63,12 @@ _MIN_NORMAL = {"f16": 2.0**-14, "bf16": 2.0**-126, "f32": 2.0**-126, "f64": 2.0*
 _FLAGS = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn")
 _REDUCTION_FLAGS = ("reassoc", "contract")
 _ACCUMULATORS = ("arith.addf", "arith.mulf")
+#: Named linalg ops whose body accumulates into their single output (a reduction).
+_NAMED_REDUCTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
+                     "linalg.batch_matvec", "linalg.dot", "linalg.conv_1d_nwc_wcf",
+                     "linalg.conv_2d_nhwc_hwcf", "linalg.conv_2d_nchw_fchw",
+                     "linalg.conv_3d_ndhwc_dhwcf", "linalg.conv_3d_ncdhw_fcdhw",
+                     "linalg.depthwise_conv_2d_nhwc_hwc", "linalg.conv_2d_ngchw_fgchw")
 _LOOPS = ("scf.for", "affine.for")
 
 
@@ -158,6 +164,10 @@ def _is_reduction_accumulation(op: Operation) -> bool:
         num_inputs = _num_inputs(parent)
         return any(_accumulates(op, block.arguments[num_inputs + i])
                    for i in _yielded_by(op, block, "linalg.yield"))
+    if parent.name in _NAMED_REDUCTIONS:
+        # Named contractions (matmul, matvec, conv, ...): inputs, then the one output.
+        return any(_accumulates(op, block.arguments[len(block.arguments) - 1])
+                   for _ in _yielded_by(op, block, "linalg.yield"))
     if parent.name in _LOOPS:
         # Block arguments: the induction variable, then one per iter_arg, in yield order.
         terminator = "scf.yield" if parent.name == "scf.for" else "affine.yield"

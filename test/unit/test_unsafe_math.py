@@ -252,3 +252,27 @@ def test_torch_programs_match_eager(case):
     got = compile_mlir(module, _without_pass()).invoke("main", *(t.numpy() for t in inputs))
     expected = fn(*inputs).detach().numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_named_matmul_accumulation_is_reassociated() -> None:
+    """linalg.matmul's implicit body accumulates too: its addf gets the reduction flags (a
+    batch-1 nn.Linear's dot products then vectorise), and the result stays within 1e-5."""
+    src = """
+    func.func @mv(%x: tensor<1x256xf32>, %w: tensor<256x64xf32>) -> tensor<1x64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<1x64xf32>
+      %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<1x64xf32>) -> tensor<1x64xf32>
+      %r = linalg.matmul ins(%x, %w : tensor<1x256xf32>, tensor<256x64xf32>)
+                         outs(%acc : tensor<1x64xf32>) -> tensor<1x64xf32>
+      return %r : tensor<1x64xf32>
+    }"""
+    with make_context():
+        module = ir.Module.parse(src)
+        run_pipeline(module, "builtin.module(accel-unsafe-math-canonicalize)")
+        generic = module.operation.get_asm(print_generic_op_form=True)
+    assert "fastmath = #arith.fastmath<reassoc,contract>" in generic
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 64)).astype(np.float32)
+    got = compile_mlir(src, {"cache": False}).invoke("mv", x, w)
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w, rtol=1e-5, atol=1e-5)
