@@ -36,8 +36,8 @@ tensors anywhere (function bodies, loops, `linalg.generic` bodies on tensors or 
    a `linalg.generic` with a "reduction" iterator, with that output's block argument as an
    operand, the op yielding into the output of a named contraction (`linalg.matmul`,
    `matvec`, convolutions, ...), or the op yielding an `scf.for`/`affine.for` iter_arg with
-   that iter_arg as an operand. The flags survive `convert-linalg-to-loops` and `convert-arith-to-llvm` (the
-   LLVM IR says `fadd reassoc contract`)::
+   that iter_arg as an operand. The flags survive `convert-linalg-to-loops` and
+   `convert-arith-to-llvm` (the LLVM IR says `fadd reassoc contract`)::
 
        ^bb0(%in: f32, %out: f32):                ^bb0(%in: f32, %out: f32):
          %s = arith.addf %in, %out : f32   ->      %s = arith.addf %in, %out
