@@ -414,3 +414,79 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     if split is None:
         return "\n".join(["module {", *body, "}"])
     return "\n".join(["module {", *_render_dispatch(spec, name, split), *body, "}"])
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """One `linalg.conv_2d_nchw_fchw` on row-major memrefs: x N x C x H x W (already padded),
+    w F x C x KH x KW, out N x F x OH x OW; strides (sh, sw), dilations (dh, dw)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    f: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    sh: int = 1
+    sw: int = 1
+    dh: int = 1
+    dw: int = 1
+
+    def types(self) -> tuple[str, str, str]:
+        return (f"memref<{self.n}x{self.c}x{self.h}x{self.w}xf32>",
+                f"memref<{self.f}x{self.c}x{self.kh}x{self.kw}xf32>",
+                f"memref<{self.n}x{self.f}x{self.oh}x{self.ow}xf32>")
+
+    def gemm(self) -> GemmSpec:
+        """out[n] (F x OH*OW) += w (F x C*KH*KW) @ cols (C*KH*KW x OH*OW), per image."""
+        m, n, k = self.f, self.oh * self.ow, self.c * self.kh * self.kw
+        return GemmSpec(m=m, n=n, k=k, a_type=f"memref<{m}x{k}xf32>",
+                        b_type=f"memref<{k}x{n}xf32>",
+                        c_type=f"memref<{m}x{n}xf32, strided<[{n}, 1], offset: ?>>")
+
+
+def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False) -> str:
+    """`func.func private @name(%X, %Wt, %O)`: `O += conv(X, Wt)` as, per image n, an im2col
+    of X[n] into cols[C*KH*KW][OH*OW] (row c*KH*KW + kh*KW + kw, column oh*OW + ow) and
+    `@gemm(Wt viewed as F x C*KH*KW, cols, O[n] viewed as F x OH*OW)`. `cols` is one
+    `memref.alloc` reused for every image (`dealloc`: freed here, otherwise by the
+    deallocation pipeline)."""
+    s, e = spec, _Emitter()
+    x_t, w_t, o_t = s.types()
+    g = s.gemm()
+    cols_t = g.b_type
+    o3_t = f"memref<{s.n}x{s.f}x{g.n}xf32>"
+    c0, c1 = e.c(0), e.c(1)
+    e.emit(f"%cols = memref.alloc() {{alignment = 64 : i64}} : {cols_t}")
+    e.emit(f"%Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}")
+    e.emit(f"%O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {o3_t}")
+    e.open_for("%n", c0, e.c(s.n), c1)
+    # -- im2col: cols[c*KH*KW + kh*KW + kw, oh*OW + ow] = X[n, c, oh*sh + kh*dh, ow*sw + kw*dw]
+    e.open_for("%c", c0, e.c(s.c), c1)
+    e.open_for("%kh", c0, e.c(s.kh), c1)
+    e.open_for("%kw", c0, e.c(s.kw), c1)
+    row = e.add(e.add(e.mul("%c", e.c(s.kh * s.kw)), e.mul("%kh", e.c(s.kw))), "%kw")
+    h0 = e.mul("%kh", e.c(s.dh))
+    w0 = e.mul("%kw", e.c(s.dw))
+    e.open_for("%oh", c0, e.c(s.oh), c1)
+    ih = e.add(e.mul("%oh", e.c(s.sh)), h0)
+    base = e.mul("%oh", e.c(s.ow))
+    e.open_for("%ow", c0, e.c(s.ow), c1)
+    iw = e.add(e.mul("%ow", e.c(s.sw)), w0)
+    v = e.op(f"memref.load %X[%n, %c, {ih}, {iw}] : {x_t}")
+    e.emit(f"memref.store {v}, %cols[{row}, {e.add(base, '%ow')}] : {cols_t}")
+    for _ in range(5):
+        e.close()
+    on = e.op(f"memref.subview %O3[%n, 0, 0] [1, {s.f}, {g.n}] [1, 1, 1] : {o3_t} to "
+              f"{g.c_type}", "on")
+    e.emit(f"func.call @{gemm}(%Wm, %cols, {on}) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()")
+    e.close()
+    if dealloc:
+        e.emit(f"memref.dealloc %cols : {cols_t}")
+    decl = f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})"  # to verify
+    head = [decl, f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])

@@ -27,6 +27,12 @@ multiply-adds split their rows or columns across threads with `accel_parallel_fo
 serially). The kernel accumulates into C
 (`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
 
+Static f32 `linalg.conv_2d_nchw_fchw` (any strides/dilations; the input already padded,
+as torch-mlir emits it) whose GEMM passes the same thresholds becomes a call to a private
+function that, per image, packs the input into cols[C*KH*KW][OH*OW] (im2col) and calls the
+GEMM kernel on the weight viewed as F x C*KH*KW, cols, and the image's output viewed as
+F x OH*OW (`render_conv`; docs/cpu-codegen.md).
+
 Not handled (left as they are): other element types, dynamic shapes, matmuls below
 `min-size` in some dimension or below `min-flops`, an output whose innermost stride is
 not 1, broadcast `indexing_maps`, and linalg on tensors (run it after bufferization).
@@ -43,15 +49,18 @@ from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._gemm_kernel import (
     PARALLEL_FOR_DECL,
     PARALLEL_MIN_MACS,
+    ConvSpec,
     GemmSpec,
     Split,
     Tiles,
     choose_split,
+    render_conv,
     render_gemm,
 )
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _MM = ("linalg.matmul", "linalg.batch_matmul")
+_CONV = "linalg.conv_2d_nchw_fchw"
 
 #: indexing_maps per (op, trans_a, trans_b); anything else (broadcasts) is not matched.
 _MAPS = {
@@ -169,6 +178,50 @@ def match_gemm(op: Operation, min_size: int, min_flops: int) -> GemmSpec | None:
                     trans_a=trans[0], trans_b=trans[1])
 
 
+def _row_major(t: ir.MemRefType) -> bool:
+    """Identity layout (or its explicit strided form): the buffer is one dense block."""
+    strides, offset = t.get_strides_and_offset()
+    expect, size = [], 1
+    for dim in reversed(t.shape):
+        expect.insert(0, size)
+        size *= dim
+    return offset == 0 and all(a == b for a, b, d in zip(strides, expect, t.shape, strict=True)
+                               if d != 1)
+
+
+def _pair(op: Operation, name: str) -> tuple[int, int] | None:
+    """The op's 2-element `strides`/`dilations` attribute ((1, 1) when absent)."""
+    if name not in op.attributes:
+        return (1, 1)
+    values = [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+    return (values[0], values[1]) if len(values) == 2 and min(values) >= 1 else None
+
+
+def match_conv(op: Operation, min_size: int, min_flops: int) -> ConvSpec | None:
+    """The spec of a static f32 `linalg.conv_2d_nchw_fchw` on row-major memrefs whose GEMM
+    (F x OH*OW x C*KH*KW per image) passes the matmul thresholds, or None."""
+    if op.name != _CONV or len(op.operands) != 3 or op.results:
+        return None
+    types = [_static_f32(v) for v in op.operands]
+    if any(t is None or t.rank != 4 or not _row_major(t) for t in types):
+        return None
+    strides, dilations = _pair(op, "strides"), _pair(op, "dilations")
+    if strides is None or dilations is None:
+        return None
+    (n, c, h, w), (f, c2, kh, kw), (n2, f2, oh, ow) = (t.shape for t in types)
+    if (n, c, f) != (n2, c2, f2):
+        return None
+    (sh, sw), (dh, dw) = strides, dilations
+    if (oh - 1) * sh + (kh - 1) * dh >= h or (ow - 1) * sw + (kw - 1) * dw >= w:
+        return None
+    spec = ConvSpec(n=n, c=c, h=h, w=w, f=f, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+                    dh=dh, dw=dw)
+    g = spec.gemm()
+    if min(g.m, g.n, g.k) < min_size or g.m * g.n * g.k * n < min_flops:
+        return None
+    return spec
+
+
 def _transposed_source(op: Operation, value: ir.Value) -> ir.Value | None:
     """X when `value` is a fresh buffer only written by `linalg.transpose ins(X)`
     (permutation [1, 0]) and otherwise only read by `op`: the weight of nn.Linear."""
@@ -276,6 +329,38 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     return True
 
 
+def _conv_name(spec: ConvSpec, gemm: str) -> str:
+    key = f"{spec}{gemm}".encode()
+    return (f"accel_conv_{spec.n}x{spec.c}x{spec.h}x{spec.w}_{spec.f}x{spec.kh}x{spec.kw}_"
+            f"{hashlib.sha1(key).hexdigest()[:8]}")
+
+
+def lower_conv(module: Operation, op: Operation, tiles: Tiles, min_size: int,
+               min_flops: int, dealloc: bool, known: set[str],
+               parallel_min: int | None = None) -> bool:
+    """Replace `op` (a matched conv_2d_nchw_fchw) with a call to an im2col + GEMM function
+    (`render_conv`); False if it is no match."""
+    spec = match_conv(op, min_size, min_flops)
+    if spec is None:
+        return False
+    gemm = _add_kernel(module, spec.gemm(), tiles, dealloc, known, parallel_min)
+    name = _conv_name(spec, gemm)
+    if name not in known:
+        parsed = ir.Module.parse(render_conv(spec, name, gemm, dealloc=dealloc),
+                                 module.context)
+        body = module.regions[0].blocks[0]
+        for func in list(parsed.body.operations):
+            if ir.StringAttr(func.operation.attributes["sym_name"]).value == gemm:
+                continue  # the declaration the text needs to verify on its own
+            func.operation.move_after(body.operations[len(body.operations) - 1])
+        known.add(name)
+    with InsertionPoint(op), op.location:
+        ir.Operation.create("func.call", results=[], operands=list(op.operands),
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+    op.erase()
+    return True
+
+
 @register_pass
 @dataclass(frozen=True)
 class MatmulMicrokernel(ModulePass):
@@ -330,3 +415,6 @@ class MatmulMicrokernel(ModulePass):
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                          known, parallel_min)
+        for op in ops_named(module, (_CONV,)):
+            lower_conv(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
+                       known, parallel_min)

@@ -193,3 +193,42 @@ func.func @linear_source_written(%x: memref<64x80xf32>, %w: memref<96x80xf32>, %
   linalg.matmul ins(%x, %t : memref<64x80xf32>, memref<80x96xf32>) outs(%y : memref<64x96xf32>)
   return
 }
+
+// -----
+
+// linalg.conv_2d_nchw_fchw (input already padded): per image an im2col of X[n] into
+// cols[C*KH*KW][OH*OW] (row c*9 + kh*3 + kw, column oh*OW + ow, reading
+// X[n, c, oh*sh + kh*dh, ow*sw + kw*dw]), then the GEMM kernel on W viewed as F x C*KH*KW,
+// cols, and out[n] viewed as F x OH*OW (a subview: strided with a dynamic offset).
+// CHECK-LABEL: func.func @conv
+// CHECK-NOT:   linalg.conv_2d_nchw_fchw
+// CHECK:       call @[[C:accel_conv_2x16x35x35_32x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<2x16x35x35xf32>, memref<32x16x3x3xf32>, memref<2x32x16x16xf32>) -> ()
+// CHECK:       func.func private @[[K:accel_gemm_32x256x144_nn_[0-9a-f]+]](%{{.*}}: memref<32x144xf32>, %{{.*}}: memref<144x256xf32>, %{{.*}}: memref<32x256xf32, strided<[256, 1], offset: ?>>)
+// CHECK:       func.func private @[[C]](%[[X:.*]]: memref<2x16x35x35xf32>, %[[W:.*]]: memref<32x16x3x3xf32>, %[[O:.*]]: memref<2x32x16x16xf32>)
+// CHECK-DAG:     %[[COLS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<144x256xf32>
+// CHECK-DAG:     %[[WM:.*]] = memref.collapse_shape %[[W]] {{\[}}[0], [1, 2, 3]] : memref<32x16x3x3xf32> into memref<32x144xf32>
+// CHECK-DAG:     %[[O3:.*]] = memref.collapse_shape %[[O]] {{\[}}[0], [1], [2, 3]] : memref<2x32x16x16xf32> into memref<2x32x256xf32>
+// CHECK:         scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// CHECK:           arith.muli %{{.*}}, %c2 : index
+// CHECK:           %[[V:.*]] = memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x16x35x35xf32>
+// CHECK:           memref.store %[[V]], %[[COLS]][%{{.*}}, %{{.*}}] : memref<144x256xf32>
+// CHECK:         %[[ON:.*]] = memref.subview %[[O3]][%[[N]], 0, 0] [1, 32, 256] [1, 1, 1] : memref<2x32x256xf32> to memref<32x256xf32, strided<[256, 1], offset: ?>>
+// CHECK:         call @[[K]](%[[WM]], %[[COLS]], %[[ON]])
+// CHECK-NOT:     memref.dealloc
+func.func @conv(%x: memref<2x16x35x35xf32>, %w: memref<32x16x3x3xf32>, %o: memref<2x32x16x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<2> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+    ins(%x, %w : memref<2x16x35x35xf32>, memref<32x16x3x3xf32>) outs(%o : memref<2x32x16x16xf32>)
+  return
+}
+
+// -----
+
+// Not matched: a convolution whose GEMM (F x OH*OW x C*KH*KW) has a dim below min-size (F = 8).
+// CHECK-LABEL: func.func @conv_small
+// CHECK:       linalg.conv_2d_nchw_fchw
+// CHECK-NOT:   call
+func.func @conv_small(%x: memref<1x3x34x34xf32>, %w: memref<8x3x3x3xf32>, %o: memref<1x8x32x32xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x3x34x34xf32>, memref<8x3x3x3xf32>) outs(%o : memref<1x8x32x32xf32>)
+  return
+}

@@ -252,3 +252,52 @@ def test_two_parallel_kernels_in_one_model():
     bufferized = next(p.ir for p in rec.phases if p.name == "bufferize")
     assert bufferized.count("func.func private @accel_parallel_for") == 1
     assert bufferized.count("call @accel_parallel_for") >= 2
+
+
+# -- convolutions: im2col + the GEMM kernel -------------------------------------------------
+def _conv_calls(source: Module) -> tuple[accel.CompiledMLIR, int]:
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile_mlir(source, {"cache": False})
+    ir = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+    return compiled, len(re.findall(r"call @accel_conv_\w+\(", ir))
+
+
+@pytest.mark.parametrize("n,c,h,f,k,stride,pad,dil", [
+    (1, 64, 20, 64, 3, 1, 1, 1),  # ResNet-style 3x3, pad 1
+    (1, 32, 30, 48, 3, 2, 1, 1),  # stride 2
+    (2, 64, 20, 40, 1, 1, 0, 1),  # 1x1, two images
+    (1, 24, 33, 37, 3, 1, 2, 2),  # dilation 2
+    (3, 17, 21, 29, 5, 2, 1, 1),  # channels not multiples of the tiles, 5x5
+    (1, 16, 24, 32, 3, (1, 2), 1, (2, 1)),  # different strides/dilations per axis
+])
+@pytest.mark.parametrize("options", ["", "kc=64 mc=24 nc=64 parallel-min-flops=0"])
+def test_conv2d_matches_torch(monkeypatch, n, c, h, f, k, stride, pad, dil, options):
+    """F.conv2d as torch-mlir emits it (explicit pad into a bigger buffer, fill with the
+    bias broadcast, linalg.conv_2d_nchw_fchw) becomes one im2col + GEMM call."""
+    torch = pytest.importorskip("torch")
+    _with_pass(monkeypatch, options)
+    torch.manual_seed(0)
+    x, w, b = torch.randn(n, c, h, h), torch.randn(f, c, k, k), torch.randn(f)
+
+    def conv(x):
+        return torch.nn.functional.conv2d(x, w, b, stride=stride, padding=pad, dilation=dil)
+
+    compiled, calls = _conv_calls(accel.import_torch(conv, (x,)))
+    assert calls == 1
+    np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
+                               rtol=RTOL, atol=1e-4)
+
+
+def test_small_conv_untouched(monkeypatch):
+    torch = pytest.importorskip("torch")
+    _with_pass(monkeypatch)
+    torch.manual_seed(0)
+    x, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+
+    def conv(x):
+        return torch.nn.functional.conv2d(x, w, padding=1)
+
+    compiled, calls = _conv_calls(accel.import_torch(conv, (x,)))
+    assert calls == 0
+    np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
+                               rtol=RTOL, atol=1e-4)
