@@ -60,8 +60,7 @@ OPTIONS: MappingProxyType[str, OptionSpec] = MappingProxyType({
         (int,), 3, "LLVM optimisation level, 0-3.",
         invalid=lambda v: None if 0 <= v <= 3 else "must be an int from 0 to 3"),
     "disable_affine_fusion": OptionSpec(
-        (bool,), False, "Do not fuse loop nests: no elementwise fusion on tensors, no "
-        "accel-affine-fusion on loops (docs/fusion.md)."),
+        (bool,), False, "Do not fuse loop nests (accel-affine-fusion; docs/fusion.md)."),
     "disable_reduce_reduce_fusion": OptionSpec(
         (bool,), False, "Do not fuse reduction chains (accel-reduce-reduce-fusion: "
         "attention without the score matrix)."),

@@ -9,7 +9,7 @@ Input may be at any level the pipelines below cover: linalg/tensor, memref, affi
 arith/math/cf, or already the LLVM dialect. The steps:
 
 0. `FUSE_ON_TENSORS` (opt_level >= 1): reduce-reduce fusion, unsafe-math rewrites and
-   elementwise fusion on linalg-on-tensors, each switched off by its `disable_*` option.
+   on linalg-on-tensors, each switched off by its `disable_*` option.
 1. `BUFFERIZE`: tensors -> memrefs at function boundaries too, with ownership-based
    deallocation (no temporaries leak; each returned buffer is owned by the caller).
 2. Signatures of public `func.func`s are read at this memref level (`accel.runtime`).
@@ -79,11 +79,10 @@ BUFFERIZE: list[str] = [
 FUSE_ON_TENSORS: list[tuple[str, str]] = [
     # Attention and other reduction chains -> one loop nest with an online softmax.
     ("disable_reduce_reduce_fusion", "accel-reduce-reduce-fusion"),
-    # Elementwise producer -> consumer chains (bias + activation) into one linalg.generic:
-    # no buffer between them.
-    ("disable_affine_fusion", "func.func(linalg-fuse-elementwise-ops)"),
-    # Value-changing float rewrites (x/sqrt(y) -> x*rsqrt(y), ...), PolyBlocks' default;
-    # after elementwise fusion, which puts the sqrt and the divide in one body.
+    # Value-changing float rewrites (x/sqrt(y) -> x*rsqrt(y), ...), PolyBlocks' default.
+    # (No tensor-level linalg-fuse-elementwise-ops: its reshape propagation turns matmuls
+    # into generics the GEMM kernels cannot match; tiny GPT-2 ran 26x slower. Elementwise
+    # chains are fused as loops by accel-affine-fusion instead.)
     ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
 ]
 
