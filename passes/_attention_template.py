@@ -207,8 +207,10 @@ def _key_step(t: _Text, spec: Spec, tile: dict[str, str], qs: int, j: str, ks: i
     return m_new, l_new, acc_new
 
 
-def _query_tile(t: _Text, spec: Spec, b: dict[str, str], i: str, qs: int, out: str) -> str:
-    """Attention for query rows [i, i + qs) of batch b; returns `out` with them inserted."""
+def _query_tile(t: _Text, spec: Spec, b: dict[str, str], i: str, qs: int,
+                out: str | None) -> str | None:
+    """Attention for query rows [i, i + qs) of batch b; returns `out` with them inserted
+    (`out` None: stores them into the output buffer `%ob` instead)."""
     lead = [b["b"]] if spec.batched else []
     one = ["1"] if spec.batched else []
     q = _slice(t, "%q", spec.q_type, [*lead, i, "0"], [*one, str(qs), str(spec.d)],
@@ -239,6 +241,15 @@ def _query_tile(t: _Text, spec: Spec, b: dict[str, str], i: str, qs: int, out: s
     normed = t.generic(f"{_ID2}, {_ROW}, {_ROW}, {_ID2}", _PAR2,
                        [(acc, acc_t), (total, row_t), (m, row_t)], (t.empty([qs, spec.dv]), acc_t),
                        ["%a: f32", "%b: f32", "%c: f32", "%o: f32"], body, "o")
+    if out is None:  # parallel body: write the tile straight into the output buffer
+        view = t.fresh("ov")
+        t.emit(f"{view} = memref.subview %ob[{b['b']}, {i}, 0] [1, {qs}, {spec.dv}] [1, 1, 1] : "
+               f"{_memref(spec.out_type)} to memref<{qs}x{spec.dv}xf32, strided<[{spec.dv}, 1], "
+               "offset: ?>>")
+        t.emit(f"bufferization.materialize_in_destination {normed} in restrict writable {view} "
+               f": ({acc_t}, memref<{qs}x{spec.dv}xf32, strided<[{spec.dv}, 1], offset: ?>>) "
+               "-> ()")
+        return None
     name = t.fresh("ins")
     t.emit(f"{name} = tensor.insert_slice {normed} into {out}[{', '.join([*lead, i, '0'])}] "
            f"[{', '.join([*one, str(qs), str(spec.dv)])}] "
@@ -246,8 +257,9 @@ def _query_tile(t: _Text, spec: Spec, b: dict[str, str], i: str, qs: int, out: s
     return name
 
 
-def _batch(t: _Text, spec: Spec, bt: str, out: str) -> str:
-    """All query tiles of flat batch index `bt` (`out` threaded through)."""
+def _batch(t: _Text, spec: Spec, bt: str, out: str | None) -> str | None:
+    """All query tiles of flat batch index `bt` (`out` threaded through; None: each tile
+    is stored into the output buffer `%ob`)."""
     b = {"b": bt}
     if spec.batched:
         for k, size in enumerate(spec.batch_shape):
@@ -257,7 +269,12 @@ def _batch(t: _Text, spec: Spec, bt: str, out: str) -> str:
             b[f"b{k}"] = t.fresh("b")
             t.emit(f"{b[f'b{k}']} = arith.remui {quot}, %c{size} : index")
     full = spec.m // spec.block_q * spec.block_q
-    if full:
+    if full and out is None:
+        i = t.fresh("i")
+        t.emit(f"scf.for {i} = %c0 to %c{full} step %c{spec.block_q} {{")
+        _query_tile(t, spec, b, i, spec.block_q, None)
+        t.emit("}")
+    elif full:
         i, acc, loop = t.fresh("i"), t.fresh("out"), t.fresh("ql")
         t.emit(f"{loop} = scf.for {i} = %c0 to %c{full} step %c{spec.block_q} "
                f"iter_args({acc} = {out}) -> ({spec.out_type}) {{")
@@ -269,9 +286,23 @@ def _batch(t: _Text, spec: Spec, bt: str, out: str) -> str:
     return out
 
 
-def render_attention(spec: Spec) -> str:
-    """The fused attention as `func.func @fused` (see the module docstring)."""
-    t = _Text()
+def _memref(tensor_type: str) -> str:
+    return tensor_type.replace("tensor<", "memref<", 1)
+
+
+def _descriptor(tensor_type: str) -> str:
+    rank = tensor_type.count("x") if "x" in tensor_type else 0
+    if rank == 0:
+        return "!llvm.struct<(ptr, ptr, i64)>"
+    return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
+
+
+#: The runtime's fork-join loop (python/accel/backend/parallel.py).
+PARALLEL_FOR_DECL = ("func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
+                     "!llvm.ptr, index)")
+
+
+def _constants(t: _Text, spec: Spec) -> None:
     consts = {0, 1, spec.block_q, spec.block_k, spec.m // spec.block_q * spec.block_q,
               spec.n // spec.block_k * spec.block_k}
     if spec.batched:
@@ -282,6 +313,71 @@ def render_attention(spec: Spec) -> str:
         t.emit(f"%c{c} = arith.constant {c} : index")
     t.emit("%zero = arith.constant 0.0 : f32")
     t.emit("%ninf = arith.constant 0xFF800000 : f32")
+
+
+def render_parallel_attention(spec: Spec, name: str) -> str:
+    """A module with `func.func @fused` (as `render_attention`'s) that runs the batch items
+    across threads: it passes the operands' buffers (`bufferization.to_buffer`) and a fresh
+    output buffer through a stack context to `accel_parallel_for(@name_entry, ctx, items)`;
+    `@name_entry(ctx, lo, hi)` loads them back and calls `@name_body(buffers..., lo, hi)`,
+    which computes batch items [lo, hi) on tensors (`to_tensor` views of the buffers) and
+    stores each output tile into its own rows of the output buffer. Also declares
+    `accel_parallel_for` (the module is verified on its own). Batched specs only."""
+    args = [("%q", spec.q_type), ("%kt", spec.kt_type), ("%v", spec.v_type),
+            *spec.extra_args]
+    types = [ty for _, ty in args] + [spec.out_type]
+    descs = [_descriptor(ty) for ty in types]
+    ctx_t = f"!llvm.struct<({', '.join(descs)})>"
+    fn_t = "(!llvm.ptr, index, index) -> ()"
+    out_m = _memref(spec.out_type)
+    signature = ", ".join(f"{n}: {ty}" for n, ty in args)
+    lines = [f"func.func @fused({signature}) -> {spec.out_type} {{"]
+    bufs = []
+    for k, (n, ty) in enumerate(args):
+        bufs.append(f"%buf{k}")
+        lines.append(f"%buf{k} = bufferization.to_buffer {n} read_only : {ty} to {_memref(ty)}")
+    bufs.append("%ob")
+    lines += [f"%ob = memref.alloc() {{alignment = 64 : i64}} : {out_m}",
+              "%one = llvm.mlir.constant(1 : i64) : i64",
+              f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr"]
+    for k, (buf, ty, desc) in enumerate(zip(bufs, types, descs, strict=True)):
+        lines += [f"%d{k} = builtin.unrealized_conversion_cast {buf} : {_memref(ty)} to {desc}",
+                  f"%p{k} = llvm.getelementptr %ctx[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}",
+                  f"llvm.store %d{k}, %p{k} : {desc}, !llvm.ptr"]
+    lines += [f"%items = arith.constant {math.prod(spec.batch_shape)} : index",
+              f"%f = func.constant @{name}_entry : {fn_t}",
+              f"func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index)"
+              " -> ()",
+              f"%res = bufferization.to_tensor %ob restrict writable : {out_m} to "
+              f"{spec.out_type}",
+              f"return %res : {spec.out_type}", "}",
+              f"func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
+    for k, (ty, desc) in enumerate(zip(types, descs, strict=True)):
+        lines += [f"%p{k} = llvm.getelementptr %ctx[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}",
+                  f"%d{k} = llvm.load %p{k} : !llvm.ptr -> {desc}",
+                  f"%m{k} = builtin.unrealized_conversion_cast %d{k} : {desc} to {_memref(ty)}"]
+    memrefs = ", ".join(_memref(ty) for ty in types)
+    lines += [f"func.call @{name}_body({', '.join(f'%m{k}' for k in range(len(types)))}, "
+              f"%lo, %hi) : ({memrefs}, index, index) -> ()", "return", "}"]
+    t = _Text()
+    _constants(t, spec)
+    for k, (n, ty) in enumerate(args):
+        t.emit(f"{n} = bufferization.to_tensor %a{k} restrict : {_memref(ty)} to {ty}")
+    bt = t.fresh("bt")
+    t.emit(f"scf.for {bt} = %lo to %hi step %c1 {{")
+    _batch(t, spec, bt, None)
+    t.emit("}")
+    params = ", ".join([*(f"%a{k}: {_memref(ty)}" for k, (_, ty) in enumerate(args)),
+                        f"%ob: {out_m}", "%lo: index", "%hi: index"])
+    lines += [f"func.func private @{name}_body({params}) {{", *t.lines, "return", "}",
+              PARALLEL_FOR_DECL]
+    return "module {\n" + "\n".join(lines) + "\n}"
+
+
+def render_attention(spec: Spec) -> str:
+    """The fused attention as `func.func @fused` (see the module docstring)."""
+    t = _Text()
+    _constants(t, spec)
     t.emit(f"%init = tensor.empty() : {spec.out_type}")
     if spec.batched:
         bt, out, result = t.fresh("bt"), t.fresh("out"), t.fresh("res")

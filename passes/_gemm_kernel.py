@@ -448,38 +448,127 @@ class ConvSpec:
                         c_type=f"memref<{m}x{n}xf32, strided<[{n}, 1], offset: ?>>")
 
 
-def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False) -> str:
-    """`func.func private @name(%X, %Wt, %O)`: `O += conv(X, Wt)` as, per image n, an im2col
-    of X[n] into cols[C*KH*KW][OH*OW] (row c*KH*KW + kh*KW + kw, column oh*OW + ow) and
-    `@gemm(Wt viewed as F x C*KH*KW, cols, O[n] viewed as F x OH*OW)`. `cols` is one
-    `memref.alloc` reused for every image (`dealloc`: freed here, otherwise by the
-    deallocation pipeline)."""
-    s, e = spec, _Emitter()
-    x_t, w_t, o_t = s.types()
-    g = s.gemm()
-    cols_t = g.b_type
-    o3_t = f"memref<{s.n}x{s.f}x{g.n}xf32>"
+#: Smallest im2col (C*KH*KW * OH*OW copies per image) whose rows are split across threads.
+IM2COL_PARALLEL_MIN = 1 << 18
+#: Smallest number of copies of one parallel im2col item.
+IM2COL_ITEM_MIN = 1 << 15
+
+
+def im2col_split(spec: ConvSpec, min_copies: int = IM2COL_PARALLEL_MIN
+                 ) -> tuple[int, int] | None:
+    """(rows of cols per item, items) of a threaded im2col, or None when it is too small."""
+    rows, cols = spec.c * spec.kh * spec.kw, spec.oh * spec.ow
+    if rows * cols < min_copies or rows < 2:
+        return None
+    group = max(1, min(rows, _ceil(min(IM2COL_ITEM_MIN, max(min_copies // 4, 1)), cols)))
+    items = _ceil(rows, group)
+    return None if items < 2 else (group, items)
+
+
+def _im2col_rows(e: _Emitter, s: ConvSpec, r_lo: str, r_hi: str, x_at: str, x_t: str,
+                 cols_t: str) -> None:
+    """cols[r, oh*OW + ow] = X[c, oh*sh + kh*dh, ow*sw + kw*dw] for rows r in [r_lo, r_hi),
+    r = c*KH*KW + kh*KW + kw; `x_at` is the index prefix of X (the image, if any)."""
     c0, c1 = e.c(0), e.c(1)
-    e.emit(f"%cols = memref.alloc() {{alignment = 64 : i64}} : {cols_t}")
-    e.emit(f"%Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}")
-    e.emit(f"%O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {o3_t}")
-    e.open_for("%n", c0, e.c(s.n), c1)
-    # -- im2col: cols[c*KH*KW + kh*KW + kw, oh*OW + ow] = X[n, c, oh*sh + kh*dh, ow*sw + kw*dw]
-    e.open_for("%c", c0, e.c(s.c), c1)
-    e.open_for("%kh", c0, e.c(s.kh), c1)
-    e.open_for("%kw", c0, e.c(s.kw), c1)
-    row = e.add(e.add(e.mul("%c", e.c(s.kh * s.kw)), e.mul("%kh", e.c(s.kw))), "%kw")
-    h0 = e.mul("%kh", e.c(s.dh))
-    w0 = e.mul("%kw", e.c(s.dw))
+    e.open_for("%r", r_lo, r_hi, c1)
+    c = e.op(f"arith.divui %r, {e.c(s.kh * s.kw)} : index")
+    rem = e.op(f"arith.remui %r, {e.c(s.kh * s.kw)} : index")
+    kh = e.op(f"arith.divui {rem}, {e.c(s.kw)} : index")
+    kw = e.op(f"arith.remui {rem}, {e.c(s.kw)} : index")
+    h0 = e.mul(kh, e.c(s.dh))
+    w0 = e.mul(kw, e.c(s.dw))
     e.open_for("%oh", c0, e.c(s.oh), c1)
     ih = e.add(e.mul("%oh", e.c(s.sh)), h0)
     base = e.mul("%oh", e.c(s.ow))
     e.open_for("%ow", c0, e.c(s.ow), c1)
     iw = e.add(e.mul("%ow", e.c(s.sw)), w0)
-    v = e.op(f"memref.load %X[%n, %c, {ih}, {iw}] : {x_t}")
-    e.emit(f"memref.store {v}, %cols[{row}, {e.add(base, '%ow')}] : {cols_t}")
-    for _ in range(5):
+    v = e.op(f"memref.load %X[{x_at}{c}, {ih}, {iw}] : {x_t}")
+    e.emit(f"memref.store {v}, %cols[%r, {e.add(base, '%ow')}] : {cols_t}")
+    for _ in range(3):
         e.close()
+
+
+def _parallel_im2col(s: ConvSpec, name: str, group: int, items: int
+                     ) -> tuple[list[str], list[str], list[str]]:
+    """(setup lines of `@name`, its lines running the im2col of image %n with
+    `accel_parallel_for`, the functions `@name_im2col_entry(ctx, lo, hi)` and
+    `@name_im2col(Xn, cols, lo, hi)`: rows [lo*group, min(hi*group, C*KH*KW)) of cols)."""
+    e = _Emitter()
+    x_t = s.types()[0]
+    cols_t = s.gemm().b_type
+    xn_t = f"memref<{s.c}x{s.h}x{s.w}xf32, strided<[{s.h * s.w}, {s.w}, 1], offset: ?>>"
+    dx_t = _descriptor(3)
+    dc_t = _descriptor(2)
+    ctx_t = f"!llvm.struct<({dx_t}, {dc_t})>"
+    fn_t = "(!llvm.ptr, index, index) -> ()"
+    gep = "llvm.getelementptr %ctx[0, {}] : (!llvm.ptr) -> !llvm.ptr, " + ctx_t
+    setup = ["%one = llvm.mlir.constant(1 : i64) : i64",
+             f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr",
+             f"%px = {gep.format(0)}", f"%pc = {gep.format(1)}",
+             f"%dc = builtin.unrealized_conversion_cast %cols : {cols_t} to {dc_t}",
+             f"llvm.store %dc, %pc : {dc_t}, !llvm.ptr",
+             f"%items = arith.constant {items} : index",
+             f"%f = func.constant @{name}_im2col_entry : {fn_t}"]
+    call = [f"%xn = memref.subview %X[%n, 0, 0, 0] [1, {s.c}, {s.h}, {s.w}] [1, 1, 1, 1] : "
+            f"{x_t} to {xn_t}",
+            f"%dx = builtin.unrealized_conversion_cast %xn : {xn_t} to {dx_t}",
+            f"llvm.store %dx, %px : {dx_t}, !llvm.ptr",
+            f"func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index) -> ()"]
+    funcs = [f"  func.func private @{name}_im2col_entry(%ctx: !llvm.ptr, %lo: index, "
+             "%hi: index) {",
+             f"    %px = {gep.format(0)}", f"    %pc = {gep.format(1)}",
+             f"    %dx = llvm.load %px : !llvm.ptr -> {dx_t}",
+             f"    %dc = llvm.load %pc : !llvm.ptr -> {dc_t}",
+             f"    %xn = builtin.unrealized_conversion_cast %dx : {dx_t} to {xn_t}",
+             f"    %cols = builtin.unrealized_conversion_cast %dc : {dc_t} to {cols_t}",
+             f"    func.call @{name}_im2col(%xn, %cols, %lo, %hi) : ({xn_t}, {cols_t}, index, "
+             "index) -> ()",
+             "    return", "  }"]
+    r_lo = e.mul("%lo", e.c(group))
+    r_hi = e.min(e.mul("%hi", e.c(group)), e.c(s.c * s.kh * s.kw))
+    _im2col_rows(e, s, r_lo, r_hi, "", xn_t, cols_t)
+    funcs += [f"  func.func private @{name}_im2col(%X: {xn_t}, %cols: {cols_t}, %lo: index, "
+              "%hi: index) {"]
+    funcs += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    funcs += [*e.lines, "    return", "  }"]
+    return setup, call, funcs
+
+
+def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False,
+                parallel_min: int | None = None) -> str:
+    """`func.func private @name(%X, %Wt, %O)`: `O += conv(X, Wt)` as, per image n, an im2col
+    of X[n] into cols[C*KH*KW][OH*OW] (row c*KH*KW + kh*KW + kw, column oh*OW + ow) and
+    `@gemm(Wt viewed as F x C*KH*KW, cols, O[n] viewed as F x OH*OW)`. `cols` is one
+    `memref.alloc` reused for every image (`dealloc`: freed here, otherwise by the
+    deallocation pipeline).
+
+    With `parallel_min` (the smallest im2col, in copies per image, that runs threaded), a
+    large enough im2col splits its rows across threads with `accel_parallel_for` through
+    `@name_im2col_entry` / `@name_im2col`; the text then also declares
+    `accel_parallel_for` (to verify on its own), which the caller must move into a module
+    only when that does not declare it yet."""
+    s, e = spec, _Emitter()
+    x_t, w_t, o_t = s.types()
+    g = s.gemm()
+    cols_t = g.b_type
+    o3_t = f"memref<{s.n}x{s.f}x{g.n}xf32>"
+    split = None if parallel_min is None else im2col_split(spec, parallel_min)
+    c0, c1 = e.c(0), e.c(1)
+    e.emit(f"%cols = memref.alloc() {{alignment = 64 : i64}} : {cols_t}")
+    e.emit(f"%Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}")
+    e.emit(f"%O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {o3_t}")
+    funcs: list[str] = []
+    if split is not None:
+        setup, call, funcs = _parallel_im2col(s, name, *split)
+        for line in setup:
+            e.emit(line)
+    e.open_for("%n", c0, e.c(s.n), c1)
+    if split is not None:
+        for line in call:
+            e.emit(line)
+        funcs.append(PARALLEL_FOR_DECL)
+    else:
+        _im2col_rows(e, s, c0, e.c(s.c * s.kh * s.kw), "%n, ", x_t, cols_t)
     on = e.op(f"memref.subview %O3[%n, 0, 0] [1, {s.f}, {g.n}] [1, 1, 1] : {o3_t} to "
               f"{g.c_type}", "on")
     e.emit(f"func.call @{gemm}(%Wm, %cols, {on}) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()")
@@ -489,4 +578,4 @@ def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False) 
     decl = f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})"  # to verify
     head = [decl, f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
-    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", *funcs, "}"])

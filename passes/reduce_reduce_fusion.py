@@ -50,7 +50,14 @@ import math
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._attention_template import BODY_ATTR, ScoreOp, Slice, Spec, render_attention
+from accel.passes._attention_template import (
+    BODY_ATTR,
+    ScoreOp,
+    Slice,
+    Spec,
+    render_attention,
+    render_parallel_attention,
+)
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _NO_MATCH = None  # matchers return this when a chain does not have the expected shape
@@ -498,9 +505,31 @@ def _spec(att: _Attention, block_q: int, block_k: int) -> tuple[Spec, list[ir.Va
     return spec, values
 
 
-def _copy_bodies(template: Operation, att: _Attention) -> None:
-    """Give each placeholder tile generic a copy of the score generic's body it stands for."""
+def _captured(att: _Attention) -> list[ir.Value]:
+    """Values the score generics' bodies use from outside them (constants, scalars)."""
+    found: list[ir.Value] = []
+    for op in att.score_ops:
+        inside = list(_body(op).arguments)
+        for body_op in _body_ops(op) + [[o.operation for o in _body(op).operations][-1]]:
+            for operand in body_op.operands:
+                if operand not in inside and operand not in found:
+                    found.append(operand)
+            inside += list(body_op.results)
+    return found
+
+
+def _copy_bodies(template: Operation, att: _Attention, hoist: bool = False) -> None:
+    """Give each placeholder tile generic a copy of the score generic's body it stands for;
+    `hoist`: `template` is a function of its own, the constants the bodies use are cloned
+    to its entry."""
     found: list[Operation] = []
+    outer: list[tuple[ir.Value, ir.Value]] = []
+    if hoist:
+        entry = template.regions[0].blocks[0]
+        first = [o.operation for o in entry.operations][0]
+        for value in _captured(att):
+            clone = _producer(value).clone(InsertionPoint(first))
+            outer.append((value, clone.results[0]))
 
     def visit(op: Operation) -> ir.WalkResult:
         if BODY_ATTR in op.attributes:
@@ -513,7 +542,7 @@ def _copy_bodies(template: Operation, att: _Attention) -> None:
         del tile.attributes[BODY_ATTR]
         old_block, new_block = _body(original), _body(tile)
         placeholder = [o.operation for o in new_block.operations][-1]
-        mapping: list[tuple[ir.Value, ir.Value]] = list(
+        mapping: list[tuple[ir.Value, ir.Value]] = outer + list(
             zip(old_block.arguments, new_block.arguments, strict=True))
         for op in [o.operation for o in old_block.operations]:
             clone = op.clone(InsertionPoint(placeholder))
@@ -555,11 +584,50 @@ def _erase_dead(chain: list[Operation]) -> None:
         op.erase()
 
 
-def fuse_attention(att: _Attention, block_q: int, block_k: int) -> None:
-    """Replace the matched chain with the blocked online-softmax loop nest."""
+#: Smallest work (S_q * S_k * D, times batch x heads) whose batch items run in parallel:
+#: below ~4M multiply-adds starting threads (~20-50 us) eats the gain (tiny GPT-2 stays serial).
+PARALLEL_MIN_MACS = 1 << 22
+
+
+def _symbols(module: Operation) -> set[str]:
+    return {ir.StringAttr(f.attributes["sym_name"]).value
+            for f in ops_named(module, ("func.func",))}
+
+
+def _is_constant(value: ir.Value) -> bool:
+    op = _producer(value)
+    return op is not None and op.name == "arith.constant"
+
+
+def fuse_attention(att: _Attention, block_q: int, block_k: int,
+                   parallel_min: int | None = None, module: Operation | None = None) -> None:
+    """Replace the matched chain with the blocked online-softmax loop nest; with
+    `parallel_min` (and `module`), one whose batch items run across threads with
+    `accel_parallel_for` when the work is at least `parallel_min` multiply-adds."""
     spec, values = _spec(att, block_q, block_k)
-    parsed = ir.Module.parse(render_attention(spec), att.mm2.context)
+    items = math.prod(spec.batch_shape) if spec.batched else 1
+    parallel = parallel_min is not None and module is not None and items >= 2 and \
+        spec.m * spec.n * max(spec.d, spec.dv) * items >= parallel_min and \
+        all(_is_constant(v) for v in _captured(att))  # the body function clones them
+    if parallel:
+        known = _symbols(module)
+        count = 0
+        while f"accel_attention_{count}_entry" in known:
+            count += 1
+        name = f"accel_attention_{count}"
+        parsed = ir.Module.parse(render_parallel_attention(spec, name), att.mm2.context)
+    else:
+        parsed = ir.Module.parse(render_attention(spec), att.mm2.context)
     template = parsed.body.operations[0].operation
+    if parallel:  # the tile generics are in @name_body
+        body = module.regions[0].blocks[0]
+        for func in list(parsed.body.operations)[1:]:
+            symbol = ir.StringAttr(func.operation.attributes["sym_name"]).value
+            if symbol == f"{name}_body":
+                _copy_bodies(func.operation, att, hoist=True)
+            if symbol == "accel_parallel_for" and symbol in known:
+                continue
+            func.operation.move_after(body.operations[len(body.operations) - 1])
     entry = template.regions[0].blocks[0]
     _copy_bodies(template, att)
     for block_arg, value in zip(entry.arguments, values, strict=True):
@@ -581,10 +649,18 @@ class ReduceReduceFusion(ModulePass):
     block_size: int = field(default=64, metadata={"help": "keys per block"})
     #: Query rows per tile: the loop nest's live memory is O(query-block x block-size).
     query_block_size: int = field(default=64, metadata={"help": "query rows per tile"})
+    #: Run the batch x heads items across threads (`accel_parallel_for`, python/accel/
+    #: backend/parallel.py; the thread count is a runtime setting) above a work threshold.
+    parallel: bool = field(default=True, metadata={"help": "multi-threaded batch items"})
+    #: Smallest S_q * S_k * D * items run in parallel.
+    parallel_min_macs: int = field(default=PARALLEL_MIN_MACS,
+                                   metadata={"help": "smallest work run in parallel"})
 
     def __post_init__(self) -> None:
         if self.block_size < 1 or self.query_block_size < 1:
             raise ValueError("block-size and query-block-size must be positive")
+        if self.parallel_min_macs < 0:
+            raise ValueError("parallel-min-macs must not be negative")
 
     def apply(self, module: Operation) -> None:
         # Rescan after each rewrite: it erases matmuls, which must not be visited again.
@@ -595,6 +671,7 @@ class ReduceReduceFusion(ModulePass):
             for mm2 in ops_named(module, _MATMULS):
                 att = match_attention(mm2)
                 if att is not None:
-                    fuse_attention(att, self.query_block_size, self.block_size)
+                    fuse_attention(att, self.query_block_size, self.block_size,
+                                   self.parallel_min_macs if self.parallel else None, module)
                     fused = True
                     break

@@ -1,9 +1,27 @@
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-reduce-reduce-fusion{block-size=2 query-block-size=2})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-reduce-reduce-fusion{block-size=2 query-block-size=2 parallel-min-macs=0})' | FileCheck %s --check-prefix=PAR
 
 // Inputs are what accel.import_torch emits for the PyTorch expression in each comment.
 
 // softmax(q @ k^T * 0.5) @ v on 3-D (batch x S x D) tensors: the chain becomes a loop over
 // the batch, query tiles and key tiles with the running max/sum/accumulator carried.
+// With a parallel threshold it meets, the batch items run across threads: the operands'
+// buffers go through a context to accel_parallel_for, whose entry calls the body function
+// (the loop nest over items [lo, hi), each tile stored into the output buffer).
+// PAR-LABEL: func.func @naive_3d
+// PAR:       bufferization.to_buffer %arg0 read_only
+// PAR:       %[[OB:.*]] = memref.alloc() {{.*}} : memref<2x4x2xf32>
+// PAR:       llvm.alloca
+// PAR:       %[[F:.*]] = constant @accel_attention_0_entry
+// PAR:       call @accel_parallel_for(%[[F]], %{{.*}}, %{{.*}})
+// PAR:       bufferization.to_tensor %[[OB]] restrict writable
+// PAR:     func.func private @accel_attention_0_entry(%{{.*}}: !llvm.ptr, %{{.*}}: index, %{{.*}}: index)
+// PAR:       call @accel_attention_0_body(
+// PAR:     func.func private @accel_attention_0_body(
+// PAR:       scf.for %[[B:.*]] = %arg{{.*}} to %arg{{.*}} step %c1
+// PAR:         arith.mulf
+// PAR:         bufferization.materialize_in_destination %{{.*}} in restrict writable
+// PAR:     func.func private @accel_parallel_for
 // CHECK-LABEL: func.func @naive_3d
 // CHECK-NOT:   linalg.batch_matmul
 // CHECK:       scf.for %[[B:.*]] = %c0 to %c2 step %c1

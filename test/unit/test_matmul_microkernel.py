@@ -301,3 +301,47 @@ def test_small_conv_untouched(monkeypatch):
     assert calls == 0
     np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
                                rtol=RTOL, atol=1e-4)
+
+
+# -- threaded im2col (render_conv's parallel_min; lower_conv does not pass it yet) -----------
+@pytest.mark.parametrize("n,c,h,f,k,stride,pad,dil", [
+    (1, 64, 20, 64, 3, 1, 1, 1),
+    (2, 17, 21, 29, 5, 2, 1, 1),  # rows not a multiple of the item size, two images
+    (1, 16, 24, 32, 3, (1, 2), 1, (2, 1)),
+])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_parallel_im2col_matches_torch(monkeypatch, threads, n, c, h, f, k, stride, pad, dil,
+                                       count):
+    """The GEMM runs serially here (parallel=false), so the conv's text holds the module's
+    only declaration of accel_parallel_for."""
+    import functools
+
+    from accel.passes import _gemm_kernel, matmul_microkernel
+
+    torch = pytest.importorskip("torch")
+    _with_pass(monkeypatch, "parallel=false")
+    monkeypatch.setattr(_gemm_kernel, "IM2COL_ITEM_MIN", 64)  # several items per image
+    monkeypatch.setattr(matmul_microkernel, "render_conv",
+                        functools.partial(_gemm_kernel.render_conv, parallel_min=0))
+    threads(count)
+    torch.manual_seed(0)
+    x, w, b = torch.randn(n, c, h, h), torch.randn(f, c, k, k), torch.randn(f)
+
+    def conv(x):
+        return torch.nn.functional.conv2d(x, w, b, stride=stride, padding=pad, dilation=dil)
+
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile_mlir(accel.import_torch(conv, (x,)), {"cache": False})
+    ir = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+    assert "_im2col_entry" in ir and ir.count("func.func private @accel_parallel_for") == 1
+    np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
+                               rtol=RTOL, atol=1e-4)
+
+
+def test_im2col_split():
+    from accel.passes._gemm_kernel import ConvSpec, im2col_split
+
+    resnet = ConvSpec(n=1, c=64, h=58, w=58, f=64, kh=3, kw=3, oh=56, ow=56)
+    group, items = im2col_split(resnet)
+    assert group * 56 * 56 >= 1 << 15 and (items - 1) * group < 64 * 9 <= items * group
+    assert im2col_split(ConvSpec(n=1, c=3, h=10, w=10, f=8, kh=3, kw=3, oh=8, ow=8)) is None

@@ -27,13 +27,14 @@ PASS = "accel-reduce-reduce-fusion"
 
 
 def _fuse_and_compile(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *,
-                      block: int = 16, query_block: int = 8) -> tuple[Any, int]:
+                      block: int = 16, query_block: int = 8, options: str = ""
+                      ) -> tuple[Any, int]:
     """(compiled module, number of attentions fused)."""
     module = accel.import_torch(fn, inputs)
     before = str(module).count("linalg.batch_matmul") + str(module).count("linalg.matmul ")
     with module.context:
         run_pipeline(module, f"builtin.module({PASS}{{block-size={block} "
-                             f"query-block-size={query_block}}})")
+                             f"query-block-size={query_block} {options}}})")
     after = str(module).count("linalg.batch_matmul") + str(module).count("linalg.matmul ")
     compiled = accel.compile_mlir(module, {"cache": False, "opt_level": 1,
                                            "disable_reduce_reduce_fusion": True})
@@ -184,3 +185,67 @@ def test_model_zoo_transformers(name: str) -> None:
     with torch.no_grad():
         expected = model(ids)
     torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL)
+
+
+# --- batch x heads across threads (accel_parallel_for) ----------------------------------
+@pytest.fixture
+def threads():
+    """Sets the JIT's thread count for a test and restores it after."""
+    from accel.backend import parallel
+
+    before = parallel.num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("fn,shape,mask_shape", [
+    (sdpa_causal, (2, 3, 37, 8), None),
+    (naive, (5, 69, 16), None),
+    (naive_additive_mask, (2, 3, 37, 8), (3, 37, 37)),
+    (sdpa_float_mask, (1, 2, 20, 8), (20, 20)),
+], ids=["sdpa_causal", "naive-3d", "additive-per-head", "sdpa-mask"])
+def test_parallel_batch_items_match_eager(monkeypatch, threads, fn, shape, mask_shape, count):
+    threads(count)
+    inputs = _qkv(*shape, seed=4)
+    if mask_shape is not None:
+        mask = torch.randn(*mask_shape, generator=torch.Generator().manual_seed(5))
+        if fn is sdpa_float_mask:
+            mask[3] = float("-inf")  # a fully masked row: 0, as eager
+        inputs = (*inputs, mask)
+    module = accel.import_torch(fn, inputs)
+    with module.context:
+        run_pipeline(module, f"builtin.module({PASS}{{block-size=16 query-block-size=8 "
+                             "parallel-min-macs=0})")
+    assert str(module).count("call @accel_parallel_for") == 1
+    compiled = accel.compile_mlir(module, {"cache": False, "opt_level": 1,
+                                           "disable_reduce_reduce_fusion": True})
+    got = torch.from_numpy(np.asarray(compiled.invoke("main", *[x.numpy() for x in inputs])))
+    with torch.no_grad():
+        expected = fn(*inputs)
+    torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
+def test_parallel_only_above_threshold() -> None:
+    def fused_text(shape: tuple[int, ...], options: str = "") -> str:
+        module = accel.import_torch(sdpa, _qkv(*shape))
+        with module.context:
+            run_pipeline(module, f"builtin.module({PASS}{{{options}}})")
+        return str(module)
+
+    assert "accel_parallel_for" in fused_text((1, 8, 128, 64))  # 2^23 multiply-adds
+    assert "accel_parallel_for" not in fused_text((1, 2, 64, 32))  # tiny GPT-2 size
+    assert "accel_parallel_for" not in fused_text((1, 8, 128, 64), "parallel=false")
+    assert "accel_parallel_for" not in fused_text((128, 64), "parallel-min-macs=0")  # 2-D
+
+
+def test_two_parallel_attentions_in_one_module() -> None:
+    """Each gets its own entry/body functions; accel_parallel_for is declared once."""
+    def two(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return sdpa(sdpa(q, k, v), k, v * 2) + naive(q, k, v)
+
+    inputs = _qkv(2, 2, 24, 8, seed=6)
+    compiled, count = _fuse_and_compile(two, inputs, options="parallel-min-macs=0")
+    assert count == 3
+    got = torch.from_numpy(np.asarray(compiled.invoke("main", *[x.numpy() for x in inputs])))
+    torch.testing.assert_close(got, two(*inputs), rtol=RTOL, atol=ATOL)
