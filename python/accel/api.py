@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from accel.diagnostics import AccelError
+from accel.weights import numpy_view
 
 #: Tolerances of `verify_numerics`: |compiled - eager| <= ATOL + RTOL * |eager|, elementwise.
 VERIFY_RTOL = 1e-4
@@ -28,9 +29,6 @@ VERIFY_ATOL = 1e-5
 TARGETS = ("cpu", "rdu", "mncore")
 #: AOT target CPUs (accel.aot.TARGET_CPUS, repeated here so the options table needs no import).
 AOT_CPUS = ("host", "generic", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
-#: The options that switch accel's fusion passes off (all fusion is off at opt_level 0).
-FUSION_OPTIONS = ("disable_affine_fusion", "disable_reduce_reduce_fusion",
-                  "disable_unsafe_math_canonicalizations", "disable_fast_math")
 SUPPORTED_TARGETS = ("cpu",)
 
 
@@ -288,10 +286,7 @@ def _to_numpy(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().resolve_conj().resolve_neg()
-        if value.dtype == torch.bfloat16:  # numpy has none: the runtime takes the bits
-            return value.view(torch.uint16).numpy()
-        return value.numpy()
+        return numpy_view(value.detach().cpu().resolve_conj().resolve_neg())
     return value
 
 
@@ -322,7 +317,7 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     """
     import torch
 
-    from accel.backend.cpu import compile_mlir
+    from accel.backend.cpu import CODE_OPTIONS, compile_mlir
     from accel.frontend import import_program, model_name
 
     opts = resolve_options(options)
@@ -334,9 +329,9 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     func_name = "main"
     program = import_program(model, inputs, func_name=func_name, dynamic_shapes=dynamic_shapes)
     module = program.module
-    compiled = compile_mlir(module, {"opt_level": opts["opt_level"], "cache": opts["cache"],
+    compiled = compile_mlir(module, {"cache": opts["cache"],
                                      "filename": f"<{model_name(model)}>",
-                                     **{k: opts[k] for k in FUSION_OPTIONS}},
+                                     **{k: opts[k] for k in CODE_OPTIONS}},
                             weights=program.weights)
     result = CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))
     if opts["aot"]:

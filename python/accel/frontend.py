@@ -25,7 +25,7 @@ from accel.decompositions import decompositions
 from accel.diagnostics import AccelError
 from accel.ir import Module, torch_importer
 from accel.pipeline import run_pipeline
-from accel.weights import externalize, make_hooks
+from accel.weights import externalize, make_hooks, numpy_view
 
 #: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
 TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
@@ -201,8 +201,7 @@ def _check_mutated_buffers_shared(module: Any, mutations: list[Mutation],
         buffer = module.get_buffer(m.target).detach()
         shared = False
         if buffer.device.type == "cpu" and buffer.dtype != torch.bool:
-            view = buffer.view(torch.uint16) if buffer.dtype == torch.bfloat16 else buffer
-            memory = view.numpy()
+            memory = numpy_view(buffer)
             shared = any(np.shares_memory(memory, a) for a in weights.values())
         if not shared:
             raise NotImplementedError(

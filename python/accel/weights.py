@@ -34,18 +34,24 @@ PREFIX = "accel_w"
 _RESOURCE = re.compile(r"dense_resource<(" + PREFIX + r"\d+)>")
 
 
+def numpy_view(tensor: Any) -> np.ndarray:
+    """A CPU tensor's memory as a numpy array, no copy; bf16 (which numpy lacks) as its uint16
+    bit patterns, the form the accel runtime takes."""
+    import torch
+
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.uint16).numpy()
+    return tensor.numpy()
+
+
 def _as_array(tensor: Any) -> np.ndarray | None:
     """The tensor's memory as a C-contiguous numpy array (bf16 as its uint16 bits)."""
-    import torch
 
     try:
         t = tensor.detach()
         if t.device.type != "cpu" or t.is_complex() or t.is_quantized:
             return None
-        t = t.contiguous()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.uint16).numpy()
-        return t.numpy()
+        return numpy_view(t.contiguous())
     except (RuntimeError, TypeError):  # fake or otherwise storage-less tensors
         return None
 
