@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 #: What a library may need at run time (ld-linux for thread-local storage).
-ALLOWED_NEEDED = {"libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"}
+ALLOWED_NEEDED = {"libc.so.6", "libm.so.6", "libmvec.so.1", "ld-linux-x86-64.so.2"}
 RTOL, ATOL = 1e-4, 1e-5
 
 
@@ -110,7 +110,7 @@ def build_harness(lib: AotLibrary, static: bool) -> Path:
     exe = src.with_suffix("")
     cmd = ["gcc", "-O1", "-Wall", f"-I{lib.out_dir}", str(src)]
     if static:
-        cmd += [str(lib.object_path), "-Wl,--wrap=malloc", "-lm"]
+        cmd += [str(lib.object_path), "-Wl,--wrap=malloc", "-lmvec", "-lm"]
     else:
         cmd += [f"-L{lib.out_dir}", f"-l{lib.name}", f"-Wl,-rpath,{lib.out_dir}",
                 "-Wl,--wrap=malloc"]

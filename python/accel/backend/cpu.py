@@ -39,6 +39,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from accel import phases
+from accel.backend import vecmath
 from accel.backend.llvmir import normalize_llvm_ir
 from accel.diagnostics import AccelError, from_mlir_error, relocate
 from accel.ir import (
@@ -709,9 +710,12 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> Non
     pb.getModulePassManager().run(mod, pb)
 
 
-def host_assembly(llvm_ir: str, opt_level: int = 3) -> str:
+def host_assembly(llvm_ir: str, opt_level: int = 3, *, vector_math: bool = True) -> str:
     """The host assembly the JIT makes of `llvm_ir` (`CompiledMLIR.llvm_ir`): for checking
-    what LLVM did (vector instructions, calls) without a disassembler."""
+    what LLVM did (vector instructions, calls) without a disassembler. `vector_math=False`
+    leaves out the libmvec annotations the JIT adds (backend/vecmath.py)."""
+    if opt_level and vector_math:
+        llvm_ir = vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
     mod = _parse_llvm(llvm_ir, "LLVM IR")
     tm = _target_machine(opt_level)
     mod.triple = llvm.get_process_triple()
@@ -740,6 +744,8 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
 def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
                     weights: Mapping[str, np.ndarray], object_code: bytes | None
                     ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
+    if opt_level:  # vectorisers run: let them call libmvec for exp, tanh, erf, ...
+        llvm_ir = vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
     mod = _parse_llvm(llvm_ir, "translated LLVM IR")
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):

@@ -1,0 +1,192 @@
+"""Vector math (`accel.backend.vecmath`): libm calls the vectorisers widen into libmvec calls.
+
+The rewrite itself is checked on IR text; what LLVM makes of it on the host assembly (calls
+to `_ZGV...` symbols instead of a scalar call per element); the numerics against torch eager
+over ordinary and special values, f32 and f64, with libmvec's 4-ulp bound as tolerance.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from accel.backend import vecmath
+
+torch = pytest.importorskip("torch")
+
+import accel  # noqa: E402
+from accel.backend.cpu import _init_llvm, host_assembly  # noqa: E402
+
+needs_libmvec = pytest.mark.skipif(not vecmath.available(), reason="no libmvec (glibc x86-64)")
+
+SCALAR_LOOP = """\
+declare float @llvm.exp.f32(float)
+declare float @tanhf(float)
+declare double @pow(double, double)
+define void @f(ptr %a, ptr %b, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %pa = getelementptr float, ptr %a, i64 %i
+  %x = load float, ptr %pa
+  %e = call fast float @llvm.exp.f32(float %x)
+  %t = tail call float @tanhf(float %e)
+  %d = fpext float %t to double
+  %p = call double @pow(double %d, double 2.0)
+  %r = fptrunc double %p to float
+  %pb = getelementptr float, ptr %b, i64 %i
+  store float %r, ptr %pb
+  %i1 = add i64 %i, 1
+  %c = icmp slt i64 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+
+def _parses(text: str) -> None:
+    _init_llvm()
+    llvm.parse_assembly(text).verify()
+
+
+def test_rewrite_names_the_variants_of_each_callee() -> None:
+    out = vecmath.attach_vector_variants(SCALAR_LOOP, "e")
+    _parses(out)
+    # The intrinsic becomes the libm function (the vectoriser keeps intrinsics as intrinsics).
+    assert "call fast float @expf(float %x) #" in out and "@llvm.exp.f32(float %x)" not in out
+    assert re.search(r"tail call float @tanhf\(float %e\) #\d+", out)
+    assert re.search(r"call double @pow\(double %d, double 2.0\) #\d+", out)
+    assert "declare float @expf(float)" in out
+    for symbol in ("_ZGVeN16v_expf", "_ZGVdN8v_expf", "_ZGVbN4v_expf", "_ZGVeN16v_tanhf",
+                   "_ZGVeN8vv_pow", "_ZGVbN2vv_pow"):
+        assert f"@{symbol}(" in out
+    assert '"_ZGV_LLVM_N16v_expf(_ZGVeN16v_expf),_ZGV_LLVM_N8v_expf(_ZGVdN8v_expf),' in out
+    assert "_ZGV_LLVM_N8vv_pow(_ZGVeN8vv_pow)" in out
+    # Each callee has its own attribute group: a group names one function's variants.
+    groups = re.findall(r"^attributes (#\d+) = \{ nounwind memory\(none\) ", out, re.M)
+    assert len(groups) == len(set(groups)) == 3
+
+
+@pytest.mark.parametrize(("isa", "present", "absent"), [
+    ("d", ["_ZGVdN8v_expf", "_ZGVbN4v_expf"], ["_ZGVeN16v_expf", "_ZGVcN8v_expf"]),
+    ("c", ["_ZGVcN8v_expf", "_ZGVbN4v_expf"], ["_ZGVdN8v_expf"]),
+    ("b", ["_ZGVbN4v_expf", "_ZGVbN2vv_pow"], ["_ZGVdN8v_expf", "_ZGVeN16v_expf"]),
+])
+def test_isa_picks_the_variants(isa: str, present: list[str], absent: list[str]) -> None:
+    out = vecmath.attach_vector_variants(SCALAR_LOOP, isa)
+    _parses(out)
+    assert all(f"@{s}(" in out for s in present)
+    assert not any(s in out for s in absent)
+
+
+def test_left_alone() -> None:
+    """No libmvec, calls it has no vector version of, calls with attributes, functions the
+    module defines itself and vector intrinsics keep their text."""
+    assert vecmath.attach_vector_variants(SCALAR_LOOP, None) == SCALAR_LOOP
+    other = ("declare float @llvm.fabs.f32(float)\ndeclare float @fmodf(float, float)\n"
+             "define float @g(float %x) {\n  %a = call float @llvm.fabs.f32(float %x)\n"
+             "  %b = call float @fmodf(float %a, float %x)\n  %c = call float @tanhf(float %b) #0\n"
+             "  ret float %c\n}\ndeclare float @tanhf(float)\nattributes #0 = { nounwind }\n")
+    assert vecmath.attach_vector_variants(other, "e") == other
+    own = "define float @expf(float %x) {\n  ret float %x\n}\n" \
+          "define float @h(float %x) {\n  %y = call float @expf(float %x)\n  ret float %y\n}\n"
+    assert vecmath.attach_vector_variants(own, "e") == own
+    vec = "declare <4 x float> @llvm.exp.v4f32(<4 x float>)\n" \
+          "define <4 x float> @v(<4 x float> %x) {\n" \
+          "  %y = call <4 x float> @llvm.exp.v4f32(<4 x float> %x)\n  ret <4 x float> %y\n}\n"
+    assert vecmath.attach_vector_variants(vec, "e") == vec
+
+
+@pytest.mark.parametrize(("features", "isa"), [
+    ("+avx512f,+avx2,+fma,+avx", "e"), ("+avx2,+fma,+avx,-avx512f", "d"),
+    ("+avx2,+avx", "c"), ("+sse4.2", "b"), ("", "b")])
+def test_isa_for_features(features: str, isa: str) -> None:
+    assert vecmath.isa_for_features(features.split(",")) == isa
+
+
+@needs_libmvec
+def test_loop_calls_vector_functions_on_host() -> None:
+    asm = host_assembly(vecmath.attach_vector_variants(SCALAR_LOOP, vecmath.host_isa()))
+    assert re.search(r"\b_ZGV\w+_expf\b", asm), "exp was not vectorised"
+    assert re.search(r"\b_ZGV\w+_tanhf\b", asm)
+    plain = host_assembly(SCALAR_LOOP, vector_math=False)
+    assert "_ZGV" not in plain
+
+
+class Gelu(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x) + torch.exp(-x * x) + torch.tanh(x)
+
+
+@needs_libmvec
+def test_compiled_model_calls_libmvec() -> None:
+    x = torch.randn(4096)
+    compiled = accel.compile(Gelu(), (x,), options={"cache": False})
+    asm = host_assembly(compiled.compiled.llvm_ir)
+    for fn in ("expf", "tanhf", "erff"):
+        assert re.search(rf"_ZGV\w+_{fn}\b", asm), fn
+    torch.testing.assert_close(compiled(x), Gelu()(x), rtol=4e-6, atol=1e-6)
+
+
+def _special(dtype: torch.dtype) -> torch.Tensor:
+    info = torch.finfo(dtype)
+    ordinary = torch.linspace(-30, 30, 4001, dtype=dtype)
+    edges = torch.tensor([0.0, -0.0, info.tiny, -info.tiny, info.tiny / 4, 1e-30, -1e-30,
+                          info.max, -info.max, float("inf"), float("-inf"), float("nan"),
+                          88.7, 88.8, -103.9, -104.0, 709.7, -745.2], dtype=dtype)
+    return torch.cat([ordinary, edges, torch.randn(999, dtype=dtype) * 5])
+
+
+UNARY = {
+    "exp": torch.exp, "log": lambda x: torch.log(x.abs()), "tanh": torch.tanh,
+    "erf": torch.special.erf, "sin": torch.sin, "cos": torch.cos, "sigmoid": torch.sigmoid,
+    "expm1": torch.expm1, "log1p": lambda x: torch.log1p(x.abs()), "atan": torch.atan,
+    "pow": lambda x: torch.pow(x.abs(), 1.7),
+}
+
+
+class Unary(torch.nn.Module):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return UNARY[self.name](x)
+
+
+@needs_libmvec
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_numerics_match_eager(name: str, dtype: torch.dtype) -> None:
+    """libmvec is within 4 ulp (glibc's bound): relative 4 eps, plus an absolute floor of
+    eps near zero crossings of sin/cos/atan; infinities and NaNs exactly where eager has them."""
+    x = _special(dtype)
+    model = Unary(name)
+    compiled = accel.compile(model, (x,), options={"cache": False})
+    got, want = compiled(x), model(x)
+    eps = torch.finfo(dtype).eps
+    # sin/cos of large arguments: both libms reduce the argument exactly; still allow 8 ulp.
+    rtol = (8 if name in ("sin", "cos") else 4) * eps
+    torch.testing.assert_close(got, want, rtol=rtol, atol=eps, equal_nan=True)
+    assert torch.equal(got.isinf(), want.isinf()) and torch.equal(got.isnan(), want.isnan())
+
+
+@needs_libmvec
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_aot_library_links_libmvec(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+
+    from accel.aot import build_library
+
+    x = torch.randn(1024)
+    lib = build_library(accel.compile(Gelu(), (x,), options={"cache": False}), "gelu",
+                        tmp_path, target_cpu="x86-64-v3")
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib.so_path)],
+                               capture_output=True, text=True, check=True).stdout
+    assert "_ZGVdN8v_expf" in undefined and "_ZGVeN16v_expf" not in undefined
+    np.testing.assert_allclose(lib.call(x.numpy()), Gelu()(x).numpy(), rtol=4e-6, atol=1e-6)
