@@ -135,6 +135,30 @@ def _slice(t: _Text, source: str, source_type: str, offsets: list[str], sizes: l
     return name
 
 
+#: Tile products at least this large (M*N*K, each side >= 16) are `linalg.matmul`s, which
+#: accel-matmul-microkernel turns into register-tiled kernel calls (its `min-flops`);
+#: smaller ones stay generics in (m, k, n) order, whose loops vectorise along n.
+KERNEL_MIN_MACS = 1 << 18
+
+
+def _tile_matmul(t: _Text, a: tuple[str, str], b: tuple[str, str], out: tuple[str, str],
+                 mac: list[str], stem: str) -> str:
+    """`out += a @ b` for one tile pair."""
+    m, k = _dims(a[1])
+    n = _dims(b[1])[1]
+    if min(m, n, k) >= 16 and m * n * k >= KERNEL_MIN_MACS:
+        name = t.fresh(stem)
+        t.emit(f"{name} = linalg.matmul ins({a[0]}, {b[0]} : {a[1]}, {b[1]}) "
+               f"outs({out[0]} : {out[1]}) -> {out[1]}")
+        return name
+    return t.generic(_MM_MAPS, _MM_ITERS, [a, b], out, ["%a: f32", "%b: f32", "%c: f32"], mac,
+                     stem)
+
+
+def _dims(tensor_type: str) -> list[int]:
+    return [int(d) for d in tensor_type.removeprefix("tensor<").split("x")[:-1]]
+
+
 def _key_step(t: _Text, spec: Spec, tile: dict[str, str], qs: int, j: str, ks: int,
               carried: tuple[str, str, str]) -> tuple[str, str, str]:
     """One key block of the online softmax; returns the new (m, l, acc)."""
@@ -150,8 +174,8 @@ def _key_step(t: _Text, spec: Spec, tile: dict[str, str], qs: int, j: str, ks: i
     acc_t = _ty([qs, spec.dv])
     mac = ["%p0 = arith.mulf %a, %b : f32", "%p1 = arith.addf %c, %p0 : f32",
            "linalg.yield %p1 : f32"]
-    s = t.generic(_MM_MAPS, _MM_ITERS, [(tile["q"], _ty([qs, spec.d])), (kt, _ty([spec.d, ks]))],
-                  (t.fill("%zero", [qs, ks]), s_t), ["%a: f32", "%b: f32", "%c: f32"], mac, "s")
+    s = _tile_matmul(t, (tile["q"], _ty([qs, spec.d])), (kt, _ty([spec.d, ks])),
+                     (t.fill("%zero", [qs, ks]), s_t), mac, "s")
     for n, op in enumerate(spec.score_ops):
         ins: list[tuple[str, str]] = []
         maps: list[str] = []
@@ -198,8 +222,8 @@ def _key_step(t: _Text, spec: Spec, tile: dict[str, str], qs: int, j: str, ks: i
                       ["%r = arith.addf %a, %o : f32", "linalg.yield %r : f32"], "l")
     acc_scaled = t.generic(f"{_ROW}, {_ID2}", _PAR2, [(alpha, row_t)], (acc, acc_t),
                            ["%a: f32", "%o: f32"], scale, "as")
-    acc_new = t.generic(_MM_MAPS, _MM_ITERS, [(p, s_t), (v, _ty([ks, spec.dv]))],
-                        (acc_scaled, acc_t), ["%a: f32", "%b: f32", "%c: f32"], mac, "acc")
+    acc_new = _tile_matmul(t, (p, s_t), (v, _ty([ks, spec.dv])), (acc_scaled, acc_t), mac,
+                           "acc")
     # Last, in place on the carried max: every read of the old m is above.
     m_new = t.generic(f"{_ID1}, {_ID1}", _PAR1, [(mb, row_t)], (m, row_t),
                       ["%a: f32", "%o: f32"],

@@ -249,3 +249,26 @@ def test_two_parallel_attentions_in_one_module() -> None:
     assert count == 3
     got = torch.from_numpy(np.asarray(compiled.invoke("main", *[x.numpy() for x in inputs])))
     torch.testing.assert_close(got, two(*inputs), rtol=RTOL, atol=ATOL)
+
+
+# --- tile products on the GEMM kernels ---------------------------------------------------------
+@pytest.mark.parametrize("fn,shape", [
+    (sdpa, (2, 2, 160, 64)),  # full 64-blocks and a 32-row remainder (a generic)
+    (sdpa_causal, (1, 2, 128, 64)),
+    (naive, (1, 2, 192, 80)),  # d = 80: the Q @ K^T tile has K = 80
+], ids=["sdpa", "causal", "d80"])
+def test_large_tiles_use_the_gemm_kernel(fn: Callable[..., torch.Tensor],
+                                         shape: tuple[int, ...]) -> None:
+    """With the default 64 x 64 blocks, the full tiles' Q @ K^T and P @ V are linalg.matmuls
+    that accel-matmul-microkernel turns into kernel calls; remainders stay generics."""
+    from accel import phases
+
+    inputs = _qkv(*shape, seed=7)
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile(fn, inputs, options={"cache": False})
+    fused = str(next(p.ir for p in rec.phases if p.name == "fuse"))
+    bufferized = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+    assert "linalg.batch_matmul" not in fused and "linalg.matmul" in fused
+    assert "linalg.matmul" not in bufferized and "call @accel_gemm_64x64x" in bufferized
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), fn(*inputs), rtol=RTOL, atol=ATOL)
