@@ -404,3 +404,11 @@ def test_aot_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: st
     line = one_error_line(subprocess.CompletedProcess(args, rc, "", err))
     assert message in line
     assert not (tmp_path / "x").exists()
+
+
+def test_target_cpu_choices_are_the_aot_targets() -> None:
+    """--target-cpu offers exactly what accel.aot builds for (and the API's `device`)."""
+    from accel.aot import TARGET_CPUS
+    from accel.tools.accel_compile import AOT_CPUS
+
+    assert sorted(AOT_CPUS) == sorted(TARGET_CPUS) and AOT_CPUS[0] == "host"
