@@ -196,7 +196,12 @@ def _peel_reshape(value: ir.Value, name: str, rank: int) -> tuple[ir.Value, Oper
         return value, None
     groups = [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(g)]
               for g in ir.ArrayAttr(op.attributes["reassociation"])]
-    if len(groups) != 3 or groups[1:] != [[rank - 2], [rank - 1]]:
+    full = op.operands[0] if name == "tensor.collapse_shape" else op.result
+    shape = ir.RankedTensorType(full.type).shape
+    # torch-mlir merges a unit heads dim into the rows ([[0], [1, 2], [3]] for 1 x 1 x S x D):
+    # the same rows, so unit dims may join the rows' group.
+    if len(groups) != 3 or groups[2] != [rank - 1] or groups[1][-1] != rank - 2 or \
+            any(shape[d] != 1 for d in groups[1][:-1]):
         return value, None
     return op.operands[0], op
 
