@@ -31,7 +31,11 @@ Static f32 `linalg.conv_2d_nchw_fchw` (any strides/dilations; the input already 
 as torch-mlir emits it) whose GEMM passes the same thresholds becomes a call to a private
 function that, per image, packs the input into cols[C*KH*KW][OH*OW] (im2col) and calls the
 GEMM kernel on the weight viewed as F x C*KH*KW, cols, and the image's output viewed as
-F x OH*OW (`render_conv`; docs/cpu-codegen.md).
+F x OH*OW (`render_conv`; docs/cpu-codegen.md). With `parallel`, an im2col of at least
+`im2col-parallel-min` copies (C*KH*KW x OH*OW per image; default 2^18,
+`IM2COL_PARALLEL_MIN`) splits the rows of cols across threads with `accel_parallel_for`
+too. The module declares `accel_parallel_for` once, however many
+kernels and im2cols call it.
 
 Not handled (left as they are): other element types, dynamic shapes, matmuls below
 `min-size` in some dimension or below `min-flops`, an output whose innermost stride is
@@ -47,6 +51,7 @@ from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._gemm_kernel import (
+    IM2COL_PARALLEL_MIN,
     PARALLEL_FOR_DECL,
     PARALLEL_MIN_MACS,
     ConvSpec,
@@ -54,6 +59,7 @@ from accel.passes._gemm_kernel import (
     Split,
     Tiles,
     choose_split,
+    im2col_split,
     render_conv,
     render_gemm,
 )
@@ -300,17 +306,23 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
     text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
     if split is not None:  # every parallel kernel's text needs it to verify on its own
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
+    _move_new_funcs(module, text, known)
+    return name
+
+
+def _move_new_funcs(module: Operation, text: str, known: set[str]) -> None:
+    """Parse `text` (a module of functions) and move each function whose symbol is not in
+    `known` to the end of `module`, adding it to `known`. The others are declarations the
+    text carries to verify on its own and the module already has: `accel_parallel_for`
+    (declared by an earlier kernel or im2col) or a conv's GEMM kernel."""
     parsed = ir.Module.parse(text, module.context)
     body = module.regions[0].blocks[0]
     for func in list(parsed.body.operations):
         symbol = ir.StringAttr(func.operation.attributes["sym_name"]).value
-        if symbol == "accel_parallel_for" and symbol in known:
-            continue  # declared by an earlier kernel
+        if symbol in known:
+            continue
         func.operation.move_after(body.operations[len(body.operations) - 1])
-    if split is not None:
-        known.add("accel_parallel_for")
-    known.add(name)
-    return name
+        known.add(symbol)
 
 
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
@@ -329,31 +341,29 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     return True
 
 
-def _conv_name(spec: ConvSpec, gemm: str) -> str:
-    key = f"{spec}{gemm}".encode()
+def _conv_name(spec: ConvSpec, gemm: str, split: tuple[int, int] | None = None) -> str:
+    key = f"{spec}{gemm}{split or ''}".encode()
     return (f"accel_conv_{spec.n}x{spec.c}x{spec.h}x{spec.w}_{spec.f}x{spec.kh}x{spec.kw}_"
             f"{hashlib.sha1(key).hexdigest()[:8]}")
 
 
 def lower_conv(module: Operation, op: Operation, tiles: Tiles, min_size: int,
                min_flops: int, dealloc: bool, known: set[str],
-               parallel_min: int | None = None) -> bool:
+               parallel_min: int | None = None, im2col_min: int | None = None) -> bool:
     """Replace `op` (a matched conv_2d_nchw_fchw) with a call to an im2col + GEMM function
-    (`render_conv`); False if it is no match."""
+    (`render_conv`); False if it is no match. `parallel_min` is the GEMM's threshold (as
+    in `lower_matmul`), `im2col_min` the smallest im2col (copies per image) whose rows
+    are split across threads (None: a serial im2col)."""
     spec = match_conv(op, min_size, min_flops)
     if spec is None:
         return False
     gemm = _add_kernel(module, spec.gemm(), tiles, dealloc, known, parallel_min)
-    name = _conv_name(spec, gemm)
+    split = None if im2col_min is None else im2col_split(spec, im2col_min)
+    name = _conv_name(spec, gemm, split)
     if name not in known:
-        parsed = ir.Module.parse(render_conv(spec, name, gemm, dealloc=dealloc),
-                                 module.context)
-        body = module.regions[0].blocks[0]
-        for func in list(parsed.body.operations):
-            if ir.StringAttr(func.operation.attributes["sym_name"]).value == gemm:
-                continue  # the declaration the text needs to verify on its own
-            func.operation.move_after(body.operations[len(body.operations) - 1])
-        known.add(name)
+        text = render_conv(spec, name, gemm, dealloc=dealloc,
+                           parallel_min=None if split is None else im2col_min)
+        _move_new_funcs(module, text, known)  # not the GEMM's or a known parallel_for decl
     with InsertionPoint(op), op.location:
         ir.Operation.create("func.call", results=[], operands=list(op.operands),
                             attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
@@ -385,12 +395,17 @@ class MatmulMicrokernel(ModulePass):
     #: Smallest (batch x) M x N x K run in parallel: below it starting threads costs more.
     parallel_min_flops: int = field(default=PARALLEL_MIN_MACS,
                                     metadata={"help": "smallest M*N*K run in parallel"})
+    #: Smallest conv im2col (C*KH*KW x OH*OW copies per image) whose rows are split across
+    #: threads (with `parallel`): below it starting threads costs more than the copies.
+    im2col_parallel_min: int = field(default=IM2COL_PARALLEL_MIN,
+                                     metadata={"help": "smallest im2col (copies per image) "
+                                                       "run in parallel"})
 
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
             raise ValueError("vector-width must be 0, 4, 8 or 16")
         if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops,
-               self.parallel_min_flops) < 0:
+               self.parallel_min_flops, self.im2col_parallel_min) < 0:
             raise ValueError("sizes must not be negative")
 
     def tiles(self) -> Tiles:
@@ -412,9 +427,10 @@ class MatmulMicrokernel(ModulePass):
         known = {str(ir.StringAttr(f.attributes["sym_name"]).value)
                  for f in ops_named(module, ("func.func",))}
         parallel_min = self.parallel_min_flops if self.parallel else None
+        im2col_min = self.im2col_parallel_min if self.parallel else None
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                          known, parallel_min)
         for op in ops_named(module, (_CONV,)):
             lower_conv(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
-                       known, parallel_min)
+                       known, parallel_min, im2col_min)

@@ -1,5 +1,6 @@
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256})' | FileCheck %s
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 parallel-min-flops=0 im2col-parallel-min=0})' | FileCheck %s --check-prefix=IM2COL
 
 // Multi-threaded kernels (`parallel-min-flops`, default 2^23): @K puts the operands'
 // descriptors into a stack context and runs @K_entry over the items (here the 6 NR-column
@@ -215,6 +216,31 @@ func.func @linear_source_written(%x: memref<64x80xf32>, %w: memref<96x80xf32>, %
 // CHECK:         %[[ON:.*]] = memref.subview %[[O3]][%[[N]], 0, 0] [1, 32, 256] [1, 1, 1] : memref<2x32x256xf32> to memref<32x256xf32, strided<[256, 1], offset: ?>>
 // CHECK:         call @[[K]](%[[WM]], %[[COLS]], %[[ON]])
 // CHECK-NOT:     memref.dealloc
+// Threaded im2col (`im2col-parallel-min`, default 2^18 copies per image; here 0): per image
+// the conv stores X[n]'s descriptor into the context that already holds cols' and runs
+// @C_im2col_entry over the 144 rows of cols (one per item) with accel_parallel_for, which
+// the module declares once although the GEMM kernel calls it too.
+// IM2COL-LABEL: func.func @conv
+// IM2COL:       call @[[C:accel_conv_2x16x35x35_32x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// IM2COL:       func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), !llvm.ptr, index)
+// IM2COL-NOT:   func.func private @accel_parallel_for
+// IM2COL:       func.func private @[[K:accel_gemm_32x256x144_nn_[0-9a-f]+]](
+// IM2COL:         call @accel_parallel_for
+// IM2COL:       func.func private @[[C]](%[[X:.*]]: memref<2x16x35x35xf32>, %{{.*}}: memref<32x16x3x3xf32>, %{{.*}}: memref<2x32x16x16xf32>)
+// IM2COL:         %[[COLS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<144x256xf32>
+// IM2COL:         %[[CTX:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)>, struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
+// IM2COL:         builtin.unrealized_conversion_cast %[[COLS]]
+// IM2COL:         %[[F:.*]] = constant @[[C]]_im2col_entry : (!llvm.ptr, index, index) -> ()
+// IM2COL:         scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// IM2COL:           memref.subview %[[X]][%[[N]], 0, 0, 0] [1, 16, 35, 35] [1, 1, 1, 1] : memref<2x16x35x35xf32> to memref<16x35x35xf32, strided<[1225, 35, 1], offset: ?>>
+// IM2COL:           func.call @accel_parallel_for(%[[F]], %[[CTX]], %c144)
+// IM2COL:           func.call @[[K]](%{{.*}}, %[[COLS]], %{{.*}})
+// IM2COL:       func.func private @[[C]]_im2col_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
+// IM2COL-COUNT-2: llvm.load
+// IM2COL:         call @[[C]]_im2col(%{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
+// IM2COL:       func.func private @[[C]]_im2col(%{{.*}}: memref<16x35x35xf32, strided<[1225, 35, 1], offset: ?>>, %{{.*}}: memref<144x256xf32>, %{{.*}}: index, %{{.*}}: index)
+// IM2COL:         memref.store %{{.*}} : memref<144x256xf32>
+// IM2COL-NOT:   func.func private @accel_parallel_for
 func.func @conv(%x: memref<2x16x35x35xf32>, %w: memref<32x16x3x3xf32>, %o: memref<2x32x16x16xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<2> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
     ins(%x, %w : memref<2x16x35x35xf32>, memref<32x16x3x3xf32>) outs(%o : memref<2x32x16x16xf32>)

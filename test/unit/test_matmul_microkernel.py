@@ -255,11 +255,23 @@ def test_two_parallel_kernels_in_one_model():
 
 
 # -- convolutions: im2col + the GEMM kernel -------------------------------------------------
-def _conv_calls(source: Module) -> tuple[accel.CompiledMLIR, int]:
+def _conv_ir(source: Module) -> tuple[accel.CompiledMLIR, str]:
+    """(compiled module, the IR after bufferization)."""
     with phases.recording(keep_ir=True) as rec:
         compiled = accel.compile_mlir(source, {"cache": False})
-    ir = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
-    return compiled, len(re.findall(r"call @accel_conv_\w+\(", ir))
+    return compiled, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+def _conv_call_count(ir: str) -> int:
+    """Calls that replaced convs (a threaded im2col's entry calls `@<conv>_im2col`: not
+    counted)."""
+    calls = re.findall(r"call @(accel_conv_\w+)\(", ir)
+    return sum(not name.endswith("_im2col") for name in calls)
+
+
+def _conv_calls(source: Module) -> tuple[accel.CompiledMLIR, int]:
+    compiled, ir = _conv_ir(source)
+    return compiled, _conv_call_count(ir)
 
 
 @pytest.mark.parametrize("n,c,h,f,k,stride,pad,dil", [
@@ -270,8 +282,14 @@ def _conv_calls(source: Module) -> tuple[accel.CompiledMLIR, int]:
     (3, 17, 21, 29, 5, 2, 1, 1),  # channels not multiples of the tiles, 5x5
     (1, 16, 24, 32, 3, (1, 2), 1, (2, 1)),  # different strides/dilations per axis
 ])
-@pytest.mark.parametrize("options", ["", "kc=64 mc=24 nc=64 parallel-min-flops=0"])
-def test_conv2d_matches_torch(monkeypatch, n, c, h, f, k, stride, pad, dil, options):
+@pytest.mark.parametrize("options,threaded_im2col", [
+    ("", False),  # these im2cols are below IM2COL_PARALLEL_MIN (2^18 copies): serial
+    ("kc=64 mc=24 nc=64 parallel-min-flops=0", False),  # threaded GEMM, serial im2col
+    ("kc=64 mc=24 nc=64 parallel-min-flops=0 im2col-parallel-min=0", True),  # both threaded
+    ("parallel=false im2col-parallel-min=0", False),  # parallel=false: nothing threaded
+])
+def test_conv2d_matches_torch(monkeypatch, n, c, h, f, k, stride, pad, dil, options,
+                              threaded_im2col):
     """F.conv2d as torch-mlir emits it (explicit pad into a bigger buffer, fill with the
     bias broadcast, linalg.conv_2d_nchw_fchw) becomes one im2col + GEMM call."""
     torch = pytest.importorskip("torch")
@@ -282,8 +300,11 @@ def test_conv2d_matches_torch(monkeypatch, n, c, h, f, k, stride, pad, dil, opti
     def conv(x):
         return torch.nn.functional.conv2d(x, w, b, stride=stride, padding=pad, dilation=dil)
 
-    compiled, calls = _conv_calls(accel.import_torch(conv, (x,)))
-    assert calls == 1
+    compiled, ir = _conv_ir(accel.import_torch(conv, (x,)))
+    assert _conv_call_count(ir) == 1
+    assert ("_im2col_entry" in ir) == threaded_im2col
+    decls = ir.count("func.func private @accel_parallel_for")  # GEMM and im2col: one
+    assert decls == 0 if "parallel=false" in options else decls <= 1
     np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
                                rtol=RTOL, atol=1e-4)
 
@@ -303,26 +324,25 @@ def test_small_conv_untouched(monkeypatch):
                                rtol=RTOL, atol=1e-4)
 
 
-# -- threaded im2col (render_conv's parallel_min; lower_conv does not pass it yet) -----------
+# -- threaded im2col (`im2col-parallel-min`, IM2COL_PARALLEL_MIN copies per image) ----------
+_SERIAL_GEMM = "parallel-min-flops=1099511627776"  # 2^40: no GEMM here is threaded
+
+
 @pytest.mark.parametrize("n,c,h,f,k,stride,pad,dil", [
     (1, 64, 20, 64, 3, 1, 1, 1),
-    (2, 17, 21, 29, 5, 2, 1, 1),  # rows not a multiple of the item size, two images
+    (2, 17, 21, 29, 5, 2, 1, 1),  # two images
     (1, 16, 24, 32, 3, (1, 2), 1, (2, 1)),
 ])
+@pytest.mark.parametrize("gemm", [_SERIAL_GEMM, "parallel-min-flops=0"],
+                         ids=["serial-gemm", "parallel-gemm"])
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_parallel_im2col_matches_torch(monkeypatch, threads, n, c, h, f, k, stride, pad, dil,
-                                       count):
-    """The GEMM runs serially here (parallel=false), so the conv's text holds the module's
-    only declaration of accel_parallel_for."""
-    import functools
-
-    from accel.passes import _gemm_kernel, matmul_microkernel
-
+                                       gemm, count):
+    """im2col-parallel-min=0: one row of cols per item (rows not a multiple of the thread
+    count). With a serial GEMM the conv's text brings the module's only declaration of
+    accel_parallel_for; with a parallel one the GEMM's does and the conv's is dropped."""
     torch = pytest.importorskip("torch")
-    _with_pass(monkeypatch, "parallel=false")
-    monkeypatch.setattr(_gemm_kernel, "IM2COL_ITEM_MIN", 64)  # several items per image
-    monkeypatch.setattr(matmul_microkernel, "render_conv",
-                        functools.partial(_gemm_kernel.render_conv, parallel_min=0))
+    _with_pass(monkeypatch, f"{gemm} im2col-parallel-min=0")
     threads(count)
     torch.manual_seed(0)
     x, w, b = torch.randn(n, c, h, h), torch.randn(f, c, k, k), torch.randn(f)
@@ -330,12 +350,77 @@ def test_parallel_im2col_matches_torch(monkeypatch, threads, n, c, h, f, k, stri
     def conv(x):
         return torch.nn.functional.conv2d(x, w, b, stride=stride, padding=pad, dilation=dil)
 
-    with phases.recording(keep_ir=True) as rec:
-        compiled = accel.compile_mlir(accel.import_torch(conv, (x,)), {"cache": False})
-    ir = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
-    assert "_im2col_entry" in ir and ir.count("func.func private @accel_parallel_for") == 1
+    compiled, ir = _conv_ir(accel.import_torch(conv, (x,)))
+    assert _conv_call_count(ir) == 1 and "_im2col_entry" in ir
+    assert ir.count("func.func private @accel_parallel_for") == 1
+    assert ir.count("call @accel_parallel_for") == (1 if gemm == _SERIAL_GEMM else 2)
     np.testing.assert_allclose(compiled.invoke("main", x.numpy()), conv(x).numpy(),
                                rtol=RTOL, atol=1e-4)
+
+
+def _conv_memref(n: int, c: int, h: int, f: int, k: int, name: str = "conv") -> str:
+    """`@name`: a stride-1 conv on an already padded N x C x H x H input."""
+    o = h - k + 1
+    x, w, y = f"{n}x{c}x{h}x{h}", f"{f}x{c}x{k}x{k}", f"{n}x{f}x{o}x{o}"
+    return f"""
+func.func @{name}(%x: memref<{x}xf32>, %w: memref<{w}xf32>, %o: memref<{y}xf32>) {{
+  linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>,
+                             strides = dense<1> : vector<2xi64>}}
+    ins(%x, %w : memref<{x}xf32>, memref<{w}xf32>) outs(%o : memref<{y}xf32>)
+  return
+}}"""
+
+
+def _run_pass(source: str, options: str = "") -> str:
+    spec = PASS + (f"{{{options}}}" if options else "")
+    module = Module.parse(f"module {{{source}}}")
+    run_pipeline(module, f"builtin.module({spec})")
+    return str(module)
+
+
+def test_parallel_im2col_only_above_threshold(ctx):
+    """The default threshold: the ResNet layer's im2col (576 x 3136 copies) is threaded, a
+    576 x 400 one (< 2^18) is not; parallel=false threads none."""
+    resnet = _conv_memref(1, 64, 58, 64, 3)
+    assert "_im2col_entry" in _run_pass(resnet)
+    assert "_im2col_entry" not in _run_pass(_conv_memref(1, 64, 22, 64, 3))
+    assert "_im2col_entry" not in _run_pass(resnet, "parallel=false")
+    assert "_im2col_entry" not in _run_pass(resnet, "im2col-parallel-min=2000000")
+    with pytest.raises(AccelError, match="sizes must not be negative"):
+        _run_pass(resnet, "im2col-parallel-min=-1")
+
+
+@pytest.mark.parametrize("gemm", [_SERIAL_GEMM, ""], ids=["serial-gemm", "parallel-gemm"])
+def test_parallel_im2col_declared_once(ctx, gemm):
+    """Several threaded im2cols (two functions, two shapes, one shape twice) and threaded
+    GEMMs in one module: one declaration of accel_parallel_for, and the module verifies."""
+    source = (_conv_memref(1, 64, 58, 64, 3, "a") + _conv_memref(2, 32, 66, 48, 3, "b")
+              + _conv_memref(1, 64, 58, 64, 3, "c"))
+    out = _run_pass(source, gemm)
+    assert out.count("func.func private @accel_parallel_for") == 1
+    assert out.count("_im2col_entry(") == 2  # one threaded im2col per conv shape
+    gemms = 0 if gemm else 2
+    assert out.count("call @accel_parallel_for") == 2 + gemms
+
+
+def test_parallel_conv_model_matches_eager(threads):
+    """The default pipeline and thresholds on two ResNet-style convs (both im2cols and both
+    GEMMs threaded), at 2 threads; items of 21 rows of cols (IM2COL_ITEM_MIN / 1600
+    columns), so the last item of 288 and of 576 rows is a partial one."""
+    torch = pytest.importorskip("torch")
+    threads(2)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(64, 64, 3, padding=1)).eval()
+    x = torch.randn(1, 32, 40, 40)
+    with phases.recording() as rec:
+        fn = accel.compile(model, (x,), options={"cache": False})
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=1e-4)
+    bufferized = next(p.ir for p in rec.phases if p.name == "bufferize")
+    assert bufferized.count("func.func private @accel_parallel_for") == 1
+    assert bufferized.count("_im2col_entry(") == 2
+    assert bufferized.count("call @accel_parallel_for") == 4
 
 
 def test_im2col_split():
