@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter
 from types import MappingProxyType
 from typing import Any
 
@@ -158,6 +159,9 @@ class CompiledModule:
         self.model = model
         self.compiled = compiled
         self.module = module
+        #: The imported MLIR's text when it was not parsed (a front-cache hit): `module`
+        #: parses it on first use.
+        self._module_text: str | None = None
         self.func_name = func_name
         self.options = MappingProxyType(dict(options))
         #: In-place updates of buffers/inputs (accel.frontend.Mutation): the code returns
@@ -168,9 +172,58 @@ class CompiledModule:
         self.aot_library: Any = None
         #: Mean seconds of one run in the last call (`num_iters` runs are averaged).
         self.last_seconds: float | None = None
+        self._fast_fn, self._fast_args = self._fast_setup()
+
+    def _fast_setup(self) -> tuple[Any, Any]:
+        """(the function, per-argument checks) of the fast call path, or (None, None).
+
+        The fast path serves calls whose arguments are all plain dense CPU tensors (or all
+        numpy arrays) of the right dtypes and static sizes, when the options ask for
+        nothing per call (no mutations, `verify_numerics`, `num_iters`); everything else,
+        errors included, takes the general path, which checks and converts as documented.
+        """
+        fast = getattr(self._fn, "fast", None)
+        if fast is None or not fast.n_args or self.mutations or \
+                self.options.get("verify_numerics") or self.options.get("num_iters", 1) != 1:
+            return None, None
+        self._fast_threads = self.options.get("num_threads")
+        try:
+            import torch
+        except ImportError:  # numpy calls only (an artifact loaded without torch)
+            return self._fn, None
+        self._tensor_type, self._from_numpy = torch.Tensor, torch.from_numpy
+        checks = []
+        for dtype, rank, static, shape in fast.args:
+            try:
+                tdtype = torch.from_numpy(np.empty(0, dtype)).dtype
+            except (TypeError, RuntimeError):
+                return self._fn, None
+            if tdtype.is_complex:  # conjugate views need resolving: the general path
+                return self._fn, None
+            checks.append((tdtype, rank, None if static is None else torch.Size(static),
+                           shape))
+        return self._fn, tuple(checks)
 
     def __repr__(self) -> str:
         return f"CompiledModule({self.compiled.functions[self.func_name]})"
+
+    @property
+    def module(self) -> Any:
+        """The imported linalg-on-tensors MLIR module (text for a loaded artifact)."""
+        if self._module is None and self._module_text is not None:
+            from accel.context import make_context
+            from accel.ir import Module, load_torch_dialects
+
+            ctx = make_context()
+            load_torch_dialects(ctx)
+            with ctx:
+                self._module = Module.parse(self._module_text)
+        return self._module
+
+    @module.setter
+    def module(self, value: Any) -> None:
+        self._module = value
+        self._module_text = None
 
     @property
     def cache_hit(self) -> bool:
@@ -189,6 +242,52 @@ class CompiledModule:
                              options=dict(self.options), model_mlir=mlir)
 
     def __call__(self, *args: Any) -> Any:
+        fn = self._fast_fn
+        if fn is not None and fn is self._fn:
+            plan = fn.fast
+            pointers = self._tensor_pointers(args)
+            as_torch = pointers is not None
+            if not as_torch:
+                pointers = plan.numpy_pointers(args)
+            if pointers is not None:
+                if self._fast_threads is not None:
+                    from accel.backend.parallel import set_num_threads
+
+                    set_num_threads(self._fast_threads)
+                shapes = None if plan.all_static else [a.shape for a in args]
+                start = perf_counter()
+                results = plan.run(pointers, shapes)
+                self.last_seconds = perf_counter() - start
+                if not as_torch:
+                    return results
+                if plan.single:
+                    return self._from_numpy(results)
+                return tuple(self._from_numpy(r) for r in results)
+        return self._call(args)
+
+    def _tensor_pointers(self, args: tuple[Any, ...]) -> list[int] | None:
+        """Data addresses of `args` when all are tensors the fast path takes as they are."""
+        checks = self._fast_args
+        if checks is None or len(args) != len(checks):
+            return None
+        pointers = []
+        tensor = self._tensor_type
+        for t, check in zip(args, checks):  # noqa: B905 - lengths checked above
+            if type(t) is not tensor or t.dtype is not check[0] or not t.is_cpu or \
+                    not t.is_contiguous() or t.is_neg():
+                return None
+            static = check[2]
+            if static is not None:
+                if t.shape != static:
+                    return None
+            elif t.dim() != check[1] or any(w is not None and w != g
+                                            for w, g in zip(check[3], t.shape, strict=True)):
+                return None
+            pointers.append(t.data_ptr())
+        return pointers
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        """The general call path: any inputs, every check and conversion."""
         import torch
 
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
@@ -317,8 +416,9 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     """
     import torch
 
+    from accel import phases
     from accel.backend.cpu import CODE_OPTIONS, compile_mlir
-    from accel.frontend import import_program, model_name
+    from accel.frontend import FrontCache, import_program, model_name
 
     opts = resolve_options(options)
     if not isinstance(example_inputs, tuple | list):
@@ -327,13 +427,27 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     inputs = tuple(torch.from_numpy(x) if isinstance(x, np.ndarray) else x
                    for x in example_inputs)
     func_name = "main"
-    program = import_program(model, inputs, func_name=func_name, dynamic_shapes=dynamic_shapes)
-    module = program.module
-    compiled = compile_mlir(module, {"cache": opts["cache"],
-                                     "filename": f"<{model_name(model)}>",
-                                     **{k: opts[k] for k in CODE_OPTIONS}},
-                            weights=program.weights)
-    result = CompiledModule(model, compiled, module, func_name, opts, tuple(program.mutations))
+    code_options = {k: opts[k] for k in CODE_OPTIONS}
+    rec = phases.current()
+    # The front cache skips the import, so not while a recording wants the IR of each phase.
+    front = FrontCache(func_name, code_options) if opts["cache"] and \
+        (rec is None or not rec.keep_ir) else None
+    program = import_program(model, inputs, func_name=func_name, dynamic_shapes=dynamic_shapes,
+                             reuse=front.reuse if front is not None else None)
+    if program.compiled is not None:  # a front-cache hit
+        compiled = program.compiled
+        result = CompiledModule(model, compiled, None, func_name, opts, tuple(program.mutations))
+        result._module_text = program.module_text
+    else:
+        assert program.module is not None
+        text = program.module.operation.get_asm(enable_debug_info=True)
+        compiled = compile_mlir(text, {"cache": opts["cache"],
+                                       "filename": f"<{model_name(model)}>", **code_options},
+                                weights=program.weights)
+        if front is not None:
+            front.store(program, text)
+        result = CompiledModule(model, compiled, program.module, func_name, opts,
+                                tuple(program.mutations))
     if opts["aot"]:
         if program.mutations:
             raise NotImplementedError(f"aot: {model_name(model)} updates buffers or inputs in "

@@ -16,6 +16,11 @@ truncated or garbled entry fails its checksum, is deleted and rebuilt. `STATS` c
 misses, stores and dropped corrupt entries in this process; `CompiledMLIR.cache_hit` tells
 whether one compilation came from the cache.
 
+Front entries (`<key>.front`, same format) let `accel.compile` skip the import too: keyed by
+the `torch.export` program before decompositions (`accel.frontend.program_fingerprint`,
+weight values included, with `environment()` and the options: `front_key`), each names the
+code entry to link and how to bind its weights (`accel.frontend.FrontCache`).
+
 Artifacts. `CompiledModule.save(folder)` (or `save_artifact`) writes a folder that
 `accel.load(folder)` turns back into a callable without compiling MLIR again; the format is
 in docs/cache.md.
@@ -50,7 +55,8 @@ MODEL_MLIR = "model.mlir"
 #: The host object code: reused by `load` on the host that built it (same `environment()`).
 MODULE_O = "module.o"
 
-#: Counters for this process: "hit", "miss", "store", "corrupt".
+#: Counters for this process: "hit", "miss", "store", "corrupt" (MLIR-level entries) and
+#: "front_hit", "front_miss", "front_store" (front entries; see `accel.frontend.FrontCache`).
 STATS: Counter[str] = Counter()
 
 
@@ -114,6 +120,19 @@ def cache_key(mlir_text: str, options: Mapping[str, Any]) -> str:
     material = {
         "format": FORMAT_VERSION,
         "input": hashlib.sha256(mlir_text.encode()).hexdigest(),
+        "options": dict(sorted(options.items())),
+        "env": environment(),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def front_key(fingerprint: str, options: Mapping[str, Any]) -> str:
+    """Hex SHA-256 naming a front entry: an exported program's fingerprint
+    (`accel.frontend.program_fingerprint`) compiled with the code-changing `options`."""
+    material = {
+        "format": FORMAT_VERSION,
+        "kind": "front",
+        "program": fingerprint,
         "options": dict(sorted(options.items())),
         "env": environment(),
     }
@@ -194,28 +213,31 @@ def decode_entry(data: bytes) -> dict[str, Any]:
 
 def lookup(key: str) -> dict[str, Any] | None:
     """The cached payload for `key`, or None (a corrupt entry is deleted and counts a miss)."""
-    path = _entry_path(key)
+    payload = _read(_entry_path(key), {"llvm_ir": str, "signatures": list})
+    STATS["hit" if payload is not None else "miss"] += 1
+    if payload is not None:
+        log.info("accel cache: hit %s", key)
+    return payload
+
+
+def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
+    """`path`'s payload if it has `fields` (name -> type); a corrupt one is deleted."""
     try:
         data = path.read_bytes()
     except OSError:
-        STATS["miss"] += 1
         return None
     try:
         payload = decode_entry(data)
-        if not isinstance(payload.get("llvm_ir"), str) or \
-                not isinstance(payload.get("signatures"), list):
+        if not all(isinstance(payload.get(f), t) for f, t in fields.items()):
             raise ValueError("missing fields")
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
         log.warning("accel cache: dropping corrupt entry %s (%s)", path, err)
         STATS["corrupt"] += 1
-        STATS["miss"] += 1
         try:
             path.unlink()
         except OSError:
             pass
         return None
-    STATS["hit"] += 1
-    log.info("accel cache: hit %s", key)
     return payload
 
 
@@ -227,6 +249,60 @@ def store(key: str, payload: Mapping[str, Any]) -> None:
         log.warning("accel cache: could not write %s: %s", _entry_path(key), err)
         return
     STATS["store"] += 1
+
+
+# -- front entries: exported program -> cache entry ------------------------------------------
+_FRONT_FIELDS = {"mlir_key": str, "weights": dict, "mutations": list, "mlir": str}
+
+
+def _front_path(key: str) -> Path:
+    return cache_dir() / f"{key}.front"
+
+
+def lookup_front(key: str) -> dict[str, Any] | None:
+    """The front entry for `key`, or None (a corrupt one is deleted). `FrontCache` counts
+    `front_hit` (entry used) and `front_miss` in `STATS`."""
+    return _read(_front_path(key), _FRONT_FIELDS)
+
+
+def store_front(key: str, payload: Mapping[str, Any]) -> None:
+    """Save a front entry; a cache that cannot be written only logs a warning."""
+    try:
+        atomic_write(_front_path(key), encode_entry(payload))
+    except OSError as err:
+        log.warning("accel cache: could not write %s: %s", _front_path(key), err)
+        return
+    STATS["front_store"] += 1
+
+
+def compiled_from_entry(key: str, opt_level: int, bound: Mapping[str, Any]) -> Any:
+    """The `CompiledMLIR` of the cache entry `key` with `bound` weights, or None (no entry,
+    or one that does not fit): what `compile_mlir` does on a hit."""
+    import base64
+
+    from accel import phases
+    from accel.backend.cpu import CompiledMLIR
+
+    hit = lookup(key)
+    if hit is None:
+        return None
+    try:
+        sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    specs = hit.get("weights", {})
+    if not isinstance(specs, dict) or set(specs) != set(bound):
+        return None
+    obj = hit.get("object")
+    compiled = CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opt_level,
+                                         hit.get("mlir_llvm", ""), cache_hit=True,
+                                         weights=bound, weight_specs=specs,
+                                         object_code=base64.b64decode(obj) if
+                                         isinstance(obj, str) else None)
+    rec = phases.current()
+    if rec is not None:
+        rec.cache_hit = True
+    return compiled
 
 
 # -- artifacts ------------------------------------------------------------------------------

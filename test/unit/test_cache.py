@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -247,3 +248,196 @@ def test_cache_hit_links_the_cached_object(tmp_cache: Path) -> None:
     assert again.cache_hit and again.object_code == first.object_code
     assert first.object_code.startswith(b"\x7fELF")
     assert again.invoke("twice", 1.5) == 3.0
+
+
+
+# -- the front cache: exported program -> compiled code (no decompositions, no import) -------
+def _helper(x: Any) -> Any:
+    return x * 2.0
+
+
+def _front_models() -> Any:
+    """Model classes for the front-cache tests (torch imported lazily, as above)."""
+    torch = pytest.importorskip("torch")
+
+    class UsesHelper(torch.nn.Module):
+        scale = 1.0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        def forward(self, x: Any) -> Any:
+            return _helper(self.lin(x)) * self.scale
+
+    class Constants(torch.nn.Module):
+        """A 1-element parameter and a 1-element buffer (inlined into the IR as constants)
+        and a plain tensor attribute (a lifted constant)."""
+
+        def __init__(self, a: float, b: float, c: list[float]) -> None:
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.tensor([a]))
+            self.register_buffer("b", torch.tensor(b))
+            self.c = torch.tensor(c)
+
+        def forward(self, x: Any) -> Any:
+            return x * self.a + self.b + self.c
+
+    class Counter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("count", torch.zeros(4))
+
+        def forward(self, x: Any) -> Any:
+            self.count.add_(1.0)
+            return x + self.count
+
+    return torch, UsesHelper, Constants, Counter
+
+
+def _compile_and_check(model: Any, x: Any) -> Any:
+    """accel.compile, checked against eager on `x`."""
+    import accel
+    import torch
+
+    fn = accel.compile(model, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-5)
+    return fn
+
+
+def test_front_hit_skips_decompositions_and_import(tmp_cache: Path) -> None:
+    torch, UsesHelper, _, _ = _front_models()
+    from accel import phases
+
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    first = _compile_and_check(model, x)
+    assert not first.cache_hit and cache.STATS["front_store"] == 1
+    assert len(list(tmp_cache.glob("*.front"))) == 1
+    with phases.recording(keep_ir=False) as rec:
+        again = _compile_and_check(model, x)
+    assert again.cache_hit and rec.cache_hit and cache.STATS["front_hit"] == 1
+    # torch-mlir's pipelines did not run: only export (+ linking the cached object)
+    assert {p.name for p in rec.phases} == {"export", "codegen"}
+    assert "func.func @main" in str(again.module)  # parsed on demand from the entry
+    # a recording that keeps IR gets every phase: the front cache is not used
+    with phases.recording(keep_ir=True) as rec:
+        accel_fn = _compile_and_check(model, x)
+    assert accel_fn.cache_hit and "linalg" in {p.name for p in rec.phases}
+    assert cache.STATS["front_hit"] == 1
+
+
+def test_front_key_follows_the_code_forward_runs(tmp_cache: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same class, same weights: a changed helper function or class attribute that forward
+    uses, or a swapped submodule, must not reuse the stale entry."""
+    torch, UsesHelper, _, _ = _front_models()
+
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    _compile_and_check(model, x)
+    monkeypatch.setattr(sys.modules[__name__], "_helper", lambda v: v * 3.0)
+    assert not _compile_and_check(model, x).cache_hit
+    monkeypatch.setattr(UsesHelper, "scale", 0.5)
+    assert not _compile_and_check(model, x).cache_hit
+    model.lin = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Tanh())
+    assert not _compile_and_check(model, x).cache_hit
+    assert cache.STATS["front_hit"] == 0
+    assert _compile_and_check(model, x).cache_hit and cache.STATS["front_hit"] == 1
+
+
+def test_front_key_follows_inlined_constants(tmp_cache: Path) -> None:
+    """1-element parameters/buffers and lifted constants become IR constants: other values
+    must give other code (compared with eager), the same values a front hit."""
+    torch, _, Constants, _ = _front_models()
+
+    x = torch.randn(2, 3)
+    _compile_and_check(Constants(2.0, 1.0, [1.0, 2.0, 3.0]), x)
+    _compile_and_check(Constants(5.0, 1.0, [1.0, 2.0, 3.0]), x)
+    _compile_and_check(Constants(5.0, -4.0, [1.0, 2.0, 3.0]), x)
+    _compile_and_check(Constants(5.0, -4.0, [7.0, 2.0, 3.0]), x)
+    assert cache.STATS["front_hit"] == 0
+    assert _compile_and_check(Constants(5.0, -4.0, [7.0, 2.0, 3.0]), x).cache_hit
+    assert cache.STATS["front_hit"] == 1
+
+
+def test_front_key_follows_shapes_dtypes_and_options(tmp_cache: Path) -> None:
+    torch, UsesHelper, _, _ = _front_models()
+    import accel
+
+    torch.manual_seed(0)
+    model = UsesHelper().eval()
+    _compile_and_check(model, torch.randn(3, 8))
+    _compile_and_check(model, torch.randn(5, 8))
+    _compile_and_check(model.double(), torch.randn(5, 8, dtype=torch.float64))
+    assert cache.STATS["front_hit"] == 0
+    accel.compile(model, (torch.randn(5, 8, dtype=torch.float64),), options={"opt_level": 1})
+    assert cache.STATS["front_hit"] == 0
+    _compile_and_check(model, torch.randn(5, 8, dtype=torch.float64))
+    assert cache.STATS["front_hit"] == 1
+
+
+def test_front_new_weights_fall_back_to_the_mlir_key(tmp_cache: Path) -> None:
+    """Weight values are in the front key: a retrained model misses it, then hits the
+    MLIR-level entry and computes with its own weights."""
+    torch, UsesHelper, _, _ = _front_models()
+
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    _compile_and_check(model, x)
+    with torch.no_grad():
+        model.lin.weight.mul_(-1.5)
+    fn = _compile_and_check(model, x)
+    assert fn.cache_hit and cache.STATS["front_hit"] == 0
+
+
+def test_front_hit_binds_the_models_own_memory(tmp_cache: Path) -> None:
+    """A front hit reads the parameters in place and writes in-place updates back."""
+    torch, _, _, Counter = _front_models()
+    import accel
+
+    model, x = Counter().eval(), torch.zeros(4)
+    accel.compile(model, (x,))
+    fn = accel.compile(model, (x,))
+    assert fn.cache_hit and cache.STATS["front_hit"] == 1
+    torch.testing.assert_close(fn(x), torch.ones(4))
+    torch.testing.assert_close(fn(x), torch.full((4,), 2.0))
+    torch.testing.assert_close(model.count, torch.full((4,), 2.0))
+    _, UsesHelper, _, _ = _front_models()
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    accel.compile(model, (x,))
+    fn = accel.compile(model, (x,))
+    assert cache.STATS["front_hit"] == 2
+    with torch.no_grad():
+        model.lin.weight.mul_(2.0)  # the code reads the parameter itself, as after a miss
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_front_entry_without_its_code_entry_recompiles(tmp_cache: Path) -> None:
+    torch, UsesHelper, _, _ = _front_models()
+
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    _compile_and_check(model, x)
+    for path in entries(tmp_cache):
+        path.unlink()
+    assert not _compile_and_check(model, x).cache_hit
+    front = next(tmp_cache.glob("*.front"))
+    front.write_bytes(front.read_bytes()[:-5])  # truncated: dropped and rebuilt
+    assert _compile_and_check(model, x).cache_hit
+    assert cache.STATS["corrupt"] == 1 and cache.STATS["front_hit"] == 0
+    assert _compile_and_check(model, x).cache_hit and cache.STATS["front_hit"] == 1
+
+
+def test_front_key_follows_tensors_a_function_captures(tmp_cache: Path) -> None:
+    torch = pytest.importorskip("torch")
+
+    x = torch.randn(3, 4)
+    for scale in ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, -4.0], [5.0]):
+        w = torch.tensor(scale)
+        _compile_and_check(lambda t, w=w: t * w + 1.0, x)
+    assert cache.STATS["front_hit"] == 0
+    assert _compile_and_check(lambda t, w=w: t * w + 1.0, x).cache_hit
+    assert cache.STATS["front_hit"] == 1

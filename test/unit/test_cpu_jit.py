@@ -140,3 +140,118 @@ def test_parse_input_errors(spec: str, message: str | None) -> None:
         return
     with pytest.raises(AccelError, match=message):
         parse_input(spec)
+
+
+# -- the fast call path (accel.runtime.FastPlan, CompiledModule.__call__) -----------------------
+def _compiled(fn: object, *inputs: object, **kwargs: object) -> object:
+    import accel
+
+    return accel.compile(fn, inputs, options={"cache": False}, **kwargs)
+
+
+def _no_general_path(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
+    """Make the general call paths fail, so that a passing call took the fast one."""
+    def general(*args: object) -> None:
+        raise AssertionError("general call path taken")
+
+    monkeypatch.setattr(module, "_call", general)
+    monkeypatch.setattr(type(module._fn), "__call__", general)  # type: ignore[attr-defined]
+
+
+def test_fast_path_serves_plain_tensors_and_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from accel import runtime
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 4)).eval()
+    x = torch.randn(3, 8)
+    fn = _compiled(model, x)
+    assert fn._fn.fast is not None  # type: ignore[attr-defined]
+    _no_general_path(monkeypatch, fn)
+    with torch.no_grad():
+        want = model(x)
+    got = fn(x)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    arr = fn(x.numpy())
+    assert isinstance(arr, np.ndarray) and isinstance(arr.base, ctypes.Array)
+    np.testing.assert_allclose(arr, want.numpy(), rtol=1e-4, atol=1e-5)
+    # the output is the compiled code's own allocation (no copy), freed with the tensor
+    freed: list[int] = []
+    real_free = runtime._free
+    monkeypatch.setattr(runtime, "_free", lambda address: (freed.append(address),
+                                                           real_free(address)))
+    out = fn(x)
+    address = out.data_ptr()
+    del out
+    assert len(freed) == 1 and 0 <= address - freed[0] < 256  # (aligned within the block)
+    x.requires_grad_(True)  # reads the data; the result has no autograd history
+    assert fn(x).grad_fn is None
+
+
+def test_fast_path_falls_back_for_everything_else() -> None:
+    torch = pytest.importorskip("torch")
+    from accel.runtime import ArgumentDtypeError
+
+    fn = _compiled(lambda a, b: (a * b + 1.0, a - b), torch.randn(4, 6), torch.randn(4, 6))
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    for got, want in zip(fn(a, b), (a * b + 1.0, a - b), strict=True):
+        torch.testing.assert_close(got, want)
+    # non-contiguous, a tensor subclass, mixed torch/numpy: converted as before
+    at = torch.randn(6, 4).T
+    torch.testing.assert_close(fn(at, b)[0], at * b + 1.0)
+    p = torch.nn.Parameter(torch.randn(4, 6), requires_grad=False)
+    torch.testing.assert_close(fn(p, b)[1], p - b)
+    torch.testing.assert_close(fn(a, b.numpy())[1], a - b)
+    # and the errors stay the same
+    with pytest.raises(ValueError, match=r"expected memref<4x6xf32>.*got shape \(5, 6\)"):
+        fn(torch.randn(5, 6), b)
+    with pytest.raises(ArgumentDtypeError, match="got dtype float64"):
+        fn(a.double(), b)
+    with pytest.raises(ArgumentDtypeError, match="got dtype float64"):
+        fn(a.numpy(), b.numpy().astype(np.float64))
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        fn(a)
+
+
+def test_fast_path_copies_results_that_alias_inputs() -> None:
+    torch = pytest.importorskip("torch")
+
+    fn = _compiled(lambda t: (t, t + 1.0), torch.randn(5))
+    t = torch.randn(5)
+    same, plus = fn(t)
+    assert same.data_ptr() != t.data_ptr()
+    torch.testing.assert_close(same, t)
+    same.zero_()
+    assert not torch.equal(same, t)  # a copy: the input is untouched
+    torch.testing.assert_close(plus, t + 1.0)
+
+
+def test_fast_path_dynamic_shapes_reuse_frames() -> None:
+    torch = pytest.importorskip("torch")
+
+    batch = torch.export.Dim("batch", min=1, max=64)
+    fn = _compiled(lambda t: torch.tanh(t) * 2.0, torch.randn(4, 3),
+                   dynamic_shapes=({0: batch},))
+    for n in (1, 7, 64, 2, 7):
+        t = torch.randn(n, 3)
+        got = fn(t)
+        assert got.shape == (n, 3)
+        torch.testing.assert_close(got, torch.tanh(t) * 2.0)
+    with pytest.raises(ValueError, match="dimension 1 is 4"):
+        fn(torch.randn(2, 4))
+
+
+def test_fast_path_is_thread_safe() -> None:
+    torch = pytest.importorskip("torch")
+    from concurrent.futures import ThreadPoolExecutor
+
+    fn = _compiled(lambda t: torch.sin(t) + t, torch.randn(256))
+    inputs = [torch.randn(256) for _ in range(64)]
+
+    def check(t: object) -> bool:
+        return all(torch.allclose(fn(t), torch.sin(t) + t) for _ in range(50))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(check, inputs))
