@@ -11,10 +11,13 @@ from accel.passes import (  # noqa: E402,F401,I001
     affine_fusion,
     assert_to_error_return,
     emit_c_interface,
+    loop_interchange,
     matmul_microkernel,
     mncore_strip_layouts,
+    parallelize_loops,
     prepare_one_shot,
     reduce_reduce_fusion,
+    tile_transposes,
     unsafe_math_canonicalize,
 )
 from accel.passes.base import (

@@ -368,6 +368,18 @@ def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
     return found
 
 
+def is_inside(op: Operation | OpView, ancestor: Operation | OpView) -> bool:
+    """`op` is `ancestor` or nested in one of its regions."""
+    current: Operation | None = op.operation
+    target = ancestor.operation
+    while current is not None:
+        if current == target:
+            return True
+        parent = current.parent
+        current = parent.operation if parent is not None else None
+    return False
+
+
 def _location_of(where: Operation | OpView | Location | None) -> Location | None:
     if where is None or isinstance(where, Location):
         return where

@@ -180,7 +180,10 @@ def test_exp_merge_error_bounded_by_exponent_rounding():
     _, fast, _, exact = _both(EXP_PRODUCT)
     total = a.astype(np.float64) + b.astype(np.float64)
     ref = np.exp(total)
-    bound = (np.abs(total) + 4) * U
+    # Rounding a + b costs |a + b| * U relative; each exp call may be 4 ulp (8 U) off (the
+    # vectorised loop calls libmvec, docs/cpu-codegen.md): one exp for the merged form, two
+    # and a product (17 U) for the exact one.
+    bound = (np.abs(total) + 17) * U
     fast_rel = np.abs(fast.invoke("f", a, b) - ref) / ref
     exact_rel = np.abs(exact.invoke("f", a, b) - ref) / ref
     assert (fast_rel <= bound).all(), (fast_rel / bound).max()

@@ -99,7 +99,20 @@ AFFINE_FUSION: list[str] = [
     "func.func(convert-linalg-to-affine-loops)",
     # Producer-consumer and sibling fusion of the nests, then scalar replacement.
     "accel-affine-fusion",
+    # Unit dims leave one-iteration loops whose variable indexes what others index with 0;
+    # promoting them (and folding the constants) makes equal accesses look equal.
+    "func.func(affine-loop-normalize{promote-single-iter=true},canonicalize)",
+    # Fusion sinks reduction loops innermost: reductions over a leading dim then stride
+    # over whole rows (50x slower); the unit-stride loop goes back inside.
+    "func.func(accel-loop-interchange)",
+    # Transposing nests (unit stride along different loops) in 32 x 32 blocks.
+    "func.func(accel-tile-transposes)",
 ]
+
+#: Goes right after AFFINE_FUSION (so only when it runs): the outermost parallel loop of
+#: each large nest runs on threads with `accel_parallel_for` (docs/cpu-codegen.md); options
+#: may follow in braces (`{min-work=...}`).
+PARALLEL_LOOPS = "accel-parallelize-loops"
 
 LOWER_TO_LLVM: list[str] = [
     # `_mlir_ciface_<name>` wrappers (descriptors by pointer) are what the JIT calls.
@@ -166,6 +179,8 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     middle = [MATMUL_KERNELS] if lookup_pass(MATMUL_KERNELS) is not None else []
     if not opts["disable_affine_fusion"]:
         middle += AFFINE_FUSION
+        if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:
+            middle.append(PARALLEL_LOOPS)
     bufferize = BUFFERIZE[:at] + middle + BUFFERIZE[at:]
     return fuse, bufferize, LOWER_TO_LLVM
 

@@ -1,0 +1,301 @@
+"""`accel-loop-interchange`: the loop that walks memory contiguously goes innermost.
+
+Why: before it fuses, MLIR's `affine-loop-fusion` sinks sequential (reduction) loops below
+parallel ones "to raise parallel loops". For a reduction over a leading dim, say
+`x.sum(0)` or a mean over the sequence of [B, S, D], that puts the reduction loop
+innermost, and its loads stride over whole rows:
+
+    affine.for %j = 0 to 1024 {                     affine.for %j = 0 to 1024 {
+      affine.store %zero, %out[%j]                    affine.store %zero, %out[%j]
+      affine.for %i = 0 to 2048 {             ->    }
+        %x = affine.load %in[%i, %j]                affine.for %i = 0 to 2048 {
+        ... %out[%j] += %x                            affine.for %j = 0 to 1024 {
+      }                                                 %x = affine.load %in[%i, %j]
+    }                                                   ... %out[%j] += %x } }
+
+(2048 x 1024 summed over dim 0: 12.4 ms before, 0.2 ms after; eager 0.24 ms.)
+
+Fires on an `affine.for` P (constant bounds, no results) whose body is ops A, one innermost
+`affine.for` L (constant bounds, no results, no loop inside), ops B, when:
+
+- profit: some access in L has P's induction variable as its last index and L's in another
+  one, and no access in L has L's as its last index;
+- legality: every buffer written in P is accessed, everywhere in P, with one and the same
+  index list, which has P's variable as an index of its own and does not use L's (so
+  iteration p of P touches only its own elements and each element sees its updates in the
+  same order after the rewrite: results are bit-identical); indices are P's and L's
+  variables and values defined outside P; A and B hold only affine loads/stores and
+  side-effect-free ops whose results stay in their part; no buffer accessed in P is a view.
+
+Then A and B move into copies of P before and after it (loop distribution), and P and L
+swap bounds and variables. Run it after `accel-affine-fusion`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes.base import FunctionPass, is_inside, ops_named, register_pass
+
+_ACCESS = ("affine.load", "affine.store")
+#: Ops that make a second SSA name for (part of) a buffer (as in accel-affine-fusion).
+_VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
+          "memref.reinterpret_cast", "memref.cast", "memref.transpose", "memref.view")
+
+
+def _body(loop: Operation) -> list[Operation]:
+    """The ops of a loop's body, without its terminator."""
+    return [op.operation for op in loop.regions[0].blocks[0].operations][:-1]
+
+
+def _iv(loop: Operation) -> ir.Value:
+    return loop.regions[0].blocks[0].arguments[0]
+
+
+def _simple(loop: Operation) -> bool:
+    """Constant bounds (no operands) and no loop-carried values."""
+    return len(loop.operands) == 0 and len(loop.results) == 0
+
+
+def _memref_and_indices(access: Operation) -> tuple[ir.Value, list[ir.Value]]:
+    first = 0 if access.name == "affine.load" else 1
+    return access.operands[first], list(access.operands)[first + 1:]
+
+
+def _index_dims(access: Operation) -> list[ir.Value | None]:
+    """Per index of the access: the value it is exactly (a plain dim result), else None."""
+    amap = ir.AffineMapAttr(access.attributes["map"]).value
+    _, operands = _memref_and_indices(access)
+    out: list[ir.Value | None] = []
+    for expr in amap.results:
+        if isinstance(expr, ir.AffineDimExpr):
+            out.append(operands[expr.position])
+        else:
+            out.append(None)
+    return out
+
+
+def _key(access: Operation) -> tuple[str, tuple[ir.Value, ...]]:
+    """An access's index list: its map and map operands."""
+    _, operands = _memref_and_indices(access)
+    return str(access.attributes["map"]), tuple(operands)
+
+
+def _pure(op: Operation) -> bool:
+    if op.name in _ACCESS:
+        return True
+    if op.regions or op.name.startswith(("memref.", "func.", "affine.")):
+        return False
+    return op.name.startswith(("arith.", "math."))
+
+
+def _plain_accesses(accesses: list[Operation], outer: Operation) -> bool:
+    """No access goes through a view, and every index is P's or L's variable or a value
+    from outside P (an enclosing loop's variable, a function argument, ...)."""
+    p = _iv(outer)
+    inner = [op for op in _body(outer) if op.name == "affine.for"]
+    allowed = [p, *(_iv(loop) for loop in inner)]
+    for access in accesses:
+        memref, indices = _memref_and_indices(access)
+        owner = memref.owner
+        if isinstance(owner, ir.OpView | ir.Operation) and owner.name in _VIEWS:
+            return False
+        for value in indices:
+            if any(value == a for a in allowed):
+                continue
+            v_owner = value.owner
+            where = v_owner.owner if isinstance(v_owner, ir.Block) else v_owner.operation
+            if where is not None and is_inside(where, outer):
+                return False
+    return True
+
+
+#: Largest expanded private accumulator (bytes, on the stack).
+EXPAND_BYTES = 64 << 10
+
+
+@dataclass
+class Plan:
+    """A rewrite `_plan` found: P's body parts and the private scalars to expand."""
+
+    before: list[Operation]
+    inner: Operation
+    after: list[Operation]
+    privates: list[ir.Value]
+
+
+def _body_parts(outer: Operation) -> tuple[list[Operation], Operation, list[Operation]]:
+    body = _body(outer)
+    at = next(i for i, op in enumerate(body) if op.name == "affine.for")
+    return body[:at], body[at], body[at + 1:]
+
+
+def _plan(outer: Operation) -> Plan | None:
+    """(A, L, B) when `outer` is a P this pass rewrites (see the module docstring)."""
+    if outer.name != "affine.for" or not _simple(outer):
+        return None
+    body = _body(outer)
+    loops = [op for op in body if op.name == "affine.for"]
+    if len(loops) != 1:
+        return None
+    inner = loops[0]
+    if not _simple(inner) or any(op.name == "affine.for" for op in _body(inner)) or \
+            any(op.regions for op in _body(inner)):
+        return None
+    at = body.index(inner)
+    before, after = body[:at], body[at + 1:]
+    p, q = _iv(outer), _iv(inner)
+    inner_ops = _body(inner)
+    if not all(_pure(op) for op in [*before, *after, *inner_ops]):
+        return None
+    # Values flow only within a part: nothing defined in A is used in L or B, and so on.
+    parts = [before, inner_ops, after]
+    for k, part in enumerate(parts):
+        others = [op for j, other in enumerate(parts) if j != k for op in other]
+        for op in others:
+            for value in op.operands:
+                owner = value.owner
+                if isinstance(owner, ir.OpView | ir.Operation) and \
+                        any(owner.operation == d for d in part):
+                    return None
+    accesses = [op for op in [*before, *inner_ops, *after] if op.name in _ACCESS]
+    if not _plain_accesses(accesses, outer):
+        return None
+    # Profit: a stride-1 access along P in L and none along L.
+    inner_accesses = [op for op in inner_ops if op.name in _ACCESS]
+    lasts = [(_index_dims(a) or [None])[-1] for a in inner_accesses]
+    if any(last is not None and last == q for last in lasts):
+        return None
+    if not any(last is not None and last == p and q in _memref_and_indices(a)[1]
+               for a, last in zip(inner_accesses, lasts, strict=True)):
+        return None
+    # Legality: written buffers have one index list, with P's variable and without L's
+    # (or are private scalars, which get P's variable as a new leading index).
+    written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
+    privates = []
+    for memref in written:
+        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
+        keys = {_key(a) for a in uses}
+        if len(keys) != 1:
+            return None
+        if _private_scalar(memref, outer, uses, before):
+            privates.append(memref)
+            continue
+        dims = [d for d in _index_dims(uses[0]) if d is not None]
+        if p not in dims or q in _memref_and_indices(uses[0])[1]:
+            return None
+    return Plan(before, inner, after, privates)
+
+
+def _private_scalar(memref: ir.Value, outer: Operation, uses: list[Operation],
+                    before: list[Operation]) -> bool:
+    """A stack buffer (affine fusion's private accumulator) that only `outer` uses, at one
+    constant index, written in A before anything reads it: each iteration of P has its own
+    value, so P's variable can index a copy per iteration (scalar expansion)."""
+    owner = memref.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "memref.alloca":
+        return False
+    mtype = ir.MemRefType(memref.type)
+    trip = _trip_count(outer)
+    if trip is None or not mtype.has_static_shape or \
+            trip * math.prod(mtype.shape) * 8 > EXPAND_BYTES:
+        return False
+    if ir.AffineMapAttr(uses[0].attributes["map"]).value.n_inputs:
+        return False
+    if any(not is_inside(use.owner, outer) for use in memref.uses):
+        return False
+    return uses[0].name == "affine.store" and any(uses[0] == op for op in before)
+
+
+def _trip_count(loop: Operation) -> int | None:
+    lower = ir.AffineMapAttr(loop.attributes["lowerBoundMap"]).value.results
+    upper = ir.AffineMapAttr(loop.attributes["upperBoundMap"]).value.results
+    step = ir.IntegerAttr(loop.attributes["step"]).value
+    if len(lower) != 1 or len(upper) != 1 or \
+            not isinstance(lower[0], ir.AffineConstantExpr) or \
+            not isinstance(upper[0], ir.AffineConstantExpr):
+        return None
+    return max(0, -(-(upper[0].value - lower[0].value) // step))
+
+
+def _expand(memref: ir.Value, outer: Operation) -> None:
+    """Give the private `memref` a leading dim indexed by `outer`'s (normalised) variable."""
+    alloca = memref.owner
+    mtype = ir.MemRefType(memref.type)
+    lower = ir.AffineMapAttr(outer.attributes["lowerBoundMap"]).value.results[0].value
+    step = ir.IntegerAttr(outer.attributes["step"]).value
+    trip = _trip_count(outer)
+    assert trip is not None
+    with alloca.location, InsertionPoint(alloca):
+        wide = ir.MemRefType.get([trip, *mtype.shape], mtype.element_type)
+        new = dialects.memref.AllocaOp(wide, [], [])
+    d0 = ir.AffineDimExpr.get(0)
+    lead = (d0 - lower).floor_div(step) if step != 1 else d0 - lower
+    for use in list(memref.uses):
+        access = use.owner
+        old = ir.AffineMapAttr(access.attributes["map"]).value
+        amap = ir.AffineMap.get(1, 0, [lead, *old.results])
+        iv = _iv(outer)
+        with access.location, InsertionPoint(access):
+            if access.name == "affine.load":
+                load = dialects.affine.AffineLoadOp(mtype.element_type, new.result, [iv], amap)
+                access.results[0].replace_all_uses_with(load.result)
+            else:
+                dialects.affine.AffineStoreOp(access.operands[0], new.result, [iv], amap)
+        access.erase()
+    alloca.erase()
+
+
+def _keep_only(loop: Operation, keep: range) -> None:
+    """Erase the body ops of `loop` outside positions `keep` (last first: uses go before
+    definitions)."""
+    body = _body(loop)
+    for index in reversed(range(len(body))):
+        if index not in keep:
+            body[index].erase()
+
+
+def interchange(outer: Operation, plan: Plan) -> None:
+    """Distribute A and B out of `outer`, then swap `outer` and the inner loop."""
+    for memref in plan.privates:
+        _expand(memref, outer)
+    before, inner, after = _body_parts(outer)
+    count = len(before) + 1 + len(after)
+    if before:
+        outer.clone(InsertionPoint(outer))
+        head = outer.block.operations  # the clone sits right before `outer`
+        ops = [op.operation for op in head]
+        _keep_only(ops[ops.index(outer) - 1], range(len(before)))
+    if after:
+        ops = [op.operation for op in outer.block.operations]
+        tail = outer.clone(InsertionPoint(ops[ops.index(outer) + 1]))
+        _keep_only(tail.operation, range(len(before) + 1, count))
+    _keep_only(outer, range(len(before), len(before) + 1))
+    # Swap bounds and steps, then the two variables in the body.
+    for name in ("lowerBoundMap", "upperBoundMap", "step"):
+        a, b = outer.attributes[name], inner.attributes[name]
+        outer.attributes[name], inner.attributes[name] = b, a
+    p, q = _iv(outer), _iv(inner)
+    for op in _body(inner):
+        for index, value in enumerate(list(op.operands)):
+            if value == p:
+                op.operands[index] = q
+            elif value == q:
+                op.operands[index] = p
+
+
+@register_pass
+@dataclass(frozen=True)
+class LoopInterchange(FunctionPass):
+    """Swaps a loop pair so the innermost loop has the unit-stride accesses."""
+
+    name = "accel-loop-interchange"
+
+    def apply(self, func: Operation) -> None:
+        # Inner candidates first: a rewrite never creates a new candidate around itself.
+        for loop in reversed(ops_named(func, ("affine.for",))):
+            plan = _plan(loop)
+            if plan is not None:
+                interchange(loop, plan)

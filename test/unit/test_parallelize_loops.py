@@ -1,0 +1,224 @@
+"""`accel-parallelize-loops`: large parallel loop nests run on threads and give the same
+results as the serial code and eager PyTorch, for 1, 2 and 3 threads; small nests and
+loops with a loop-carried dependence stay serial."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import accel
+import numpy as np
+import pytest
+import torch
+from accel import phases
+from accel.backend import cpu
+
+PASS = "accel-parallelize-loops"
+
+
+@pytest.fixture
+def threads() -> Iterator[Callable[[int], None]]:
+    """Sets the JIT's thread count for a test and restores it after."""
+    from accel.backend import parallel
+
+    before = parallel.num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
+
+
+def _compile(model: torch.nn.Module, *args: torch.Tensor,
+             **options: object) -> tuple[accel.CompiledModule, str]:
+    """(compiled model, IR after bufferization)."""
+    with phases.recording(keep_ir=True) as rec:
+        fn = accel.compile(model, args, options={"cache": False, **options})
+    return fn, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+def _bufferized(source: str) -> tuple[accel.CompiledMLIR, str]:
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile_mlir(source, {"cache": False})
+    return compiled, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+class Softmax(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+
+class LayerNorm(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.ln = torch.nn.LayerNorm(n)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ln(x)
+
+
+class AddRelu(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + y)
+
+
+class Gelu(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x)
+
+
+class Transpose(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.t().contiguous() * 2
+
+
+class RowSum(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(-1) + x.amax(-1)
+
+
+def _rand(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+#: name -> (model, inputs): each large enough (>= 2^20 body ops) to run in parallel.
+CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "add_relu": (AddRelu, lambda: (_rand(1 << 20), _rand(1 << 20, seed=1))),
+    "gelu": (Gelu, lambda: (_rand(512, 1024),)),
+    "softmax": (Softmax, lambda: (_rand(2, 301, 257),)),  # odd rows: uneven chunks
+    "softmax_wide_rows": (Softmax, lambda: (_rand(64, 5000),)),  # heap row buffers
+    "layernorm": (lambda: LayerNorm(512), lambda: (_rand(4, 129, 512),)),
+    "transpose": (Transpose, lambda: (_rand(1000, 700),)),
+    "row_reduction": (RowSum, lambda: (_rand(999, 1024),)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_large_nests_match_eager(threads, name: str) -> None:
+    make, inputs = CASES[name]
+    model, args = make().eval(), inputs()
+    fn, ir = _compile(model, *args)
+    assert "accel_parallel_for" in ir, "the nest was not parallelized"
+    assert ir.count("func.func private @accel_parallel_for") == 1
+    with torch.no_grad():
+        expected = model(*args)
+    for count in (1, 2, 3):
+        threads(count)
+        torch.testing.assert_close(fn(*args), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_small_nests_stay_serial() -> None:
+    _, ir = _compile(Softmax(), _rand(8, 16))
+    assert "accel_parallel_for" not in ir
+    fn, ir = _compile(AddRelu(), _rand(1000), _rand(1000, seed=1))
+    assert "accel_parallel_for" not in ir
+    fn, _ = _compile(AddRelu(), _rand(1 << 20), _rand(1 << 20, seed=1))
+    assert "accel_parallel_for" in fn.compiled.llvm_ir  # the LLVM IR calls the runtime
+
+
+def test_switched_off(monkeypatch) -> None:
+    monkeypatch.setattr(cpu, "PARALLEL_LOOPS", f"{PASS}{{enabled=false}}")
+    _, ir = _compile(Softmax(), _rand(1024, 1024))
+    assert "accel_parallel_for" not in ir
+    monkeypatch.setattr(cpu, "PARALLEL_LOOPS", f"{PASS}{{min-work=1}}")
+    _, ir = _compile(Softmax(), _rand(8, 16))
+    assert "accel_parallel_for" in ir
+    _, ir = _compile(Softmax(), _rand(1024, 1024), disable_affine_fusion=True)
+    assert "accel_parallel_for" not in ir  # no affine loops without fusion
+
+
+PREFIX_SUM = """
+func.func @scan(%x: memref<600x512xf32>, %y: memref<600x512xf32>) {
+  affine.for %i = 1 to 600 {
+    affine.for %j = 0 to 512 {
+      %p = affine.load %x[%i - 1, %j] : memref<600x512xf32>
+      %c = affine.load %y[%i, %j] : memref<600x512xf32>
+      %s = arith.addf %p, %c : f32
+      affine.store %s, %x[%i, %j] : memref<600x512xf32>
+    }
+  }
+  return
+}
+"""
+
+SCALE_ROWS = """
+func.func @scale(%x: memref<600x512xf32>, %s: memref<600xf32>, %o: memref<600x512xf32>) {
+  affine.for %i = 0 to 600 {
+    %f = affine.load %s[%i] : memref<600xf32>
+    affine.for %j = 0 to 512 {
+      %v = affine.load %x[%i, %j] : memref<600x512xf32>
+      %m = arith.mulf %v, %f : f32
+      %e = math.tanh %m : f32
+      affine.store %e, %o[%i, %j] : memref<600x512xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_memref_functions(threads, count: int) -> None:
+    threads(count)
+    scan, ir = _bufferized(PREFIX_SUM)
+    assert "accel_parallel_for" not in ir  # loop-carried: serial
+    x, y = np.random.default_rng(0).random((2, 600, 512), dtype=np.float32)
+    expected = x.copy()
+    for i in range(1, 600):
+        expected[i] = expected[i - 1] + y[i]
+    scan.invoke("scan", x, y)
+    np.testing.assert_allclose(x, expected, rtol=1e-5)
+
+    scale, ir = _bufferized(SCALE_ROWS)
+    assert "accel_parallel_for" in ir
+    rng = np.random.default_rng(1)
+    x, s = rng.random((600, 512), dtype=np.float32), rng.random(600, dtype=np.float32)
+    out = np.zeros_like(x)
+    scale.invoke("scale", x, s, out)
+    np.testing.assert_allclose(out, np.tanh(x * s[:, None]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_gpt2_with_every_nest_parallel(monkeypatch, threads) -> None:
+    """A tiny GPT-2 (the model zoo's) with the threshold at 1, so that every parallel nest
+    (layernorms, softmaxes, GELUs, residual adds, ...) runs on threads."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(3)
+    config = transformers.GPT2Config(
+        n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=32,
+        bos_token_id=127, eos_token_id=127, attn_implementation="eager")
+    model = transformers.GPT2LMHeadModel(config).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                              use_cache=False, return_dict=False)[0]
+
+    monkeypatch.setattr(cpu, "PARALLEL_LOOPS", f"{PASS}{{min-work=1}}")
+    ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+    fn, ir = _compile(Logits().eval(), ids, opt_level=1)
+    assert ir.count("call @accel_parallel_for") >= 5
+    with torch.no_grad():
+        expected = model(input_ids=ids, use_cache=False).logits
+    for count in (1, 2, 3):
+        threads(count)
+        torch.testing.assert_close(fn(ids), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_aot_library(tmp_path) -> None:
+    """An AOT library links the runtime for the outlined nests (serially with user_memory)."""
+    x = _rand(512, 1024)
+    expected = torch.softmax(x, -1)
+    for user_memory in (False, True):
+        fn = accel.compile(Softmax(), (x,), options={
+            "cache": False, "aot": True, "output_folder": str(tmp_path),
+            "user_memory": user_memory, "aot_name": f"softmax{int(user_memory)}"})
+        assert "accel_parallel_for" in fn.compiled.llvm_ir
+        out = fn.aot_library.call(x.numpy())
+        np.testing.assert_allclose(out, expected.numpy(), rtol=1e-5, atol=1e-6)
