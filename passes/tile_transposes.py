@@ -18,8 +18,9 @@ blocks of 8 / 16 / 32 / 64 (eager 1.1 ms); 8 was also best on 4096 x 2048 and 10
 hence the default (the vectoriser still gets 8 contiguous stores per row of a block).
 
 Fires on a perfectly nested pair of `affine.for` P, L (constant bounds from 0, step 1, no
-results, L innermost, both at least 2 x `tile` iterations) when some access in L has P's
-variable as its last index, another has L's, and every buffer written in the nest is
+results, L innermost, both at least 2 x `tile` iterations) when some access in L has L's
+variable as its last index and another has P's as its last index and L's in another one
+(it strides along L), and every buffer written in the nest is
 accessed with one index list holding both variables as plain indices (each iteration owns
 its element, so any order of iterations gives the same result); the body holds only affine
 loads/stores and side-effect-free arith/math; indices are P's and L's variables or values
@@ -78,8 +79,16 @@ def _candidate(outer: Operation, tile: int) -> Operation | None:
     accesses = [op for op in ops if op.name in _ACCESS]
     if not _plain_accesses(accesses, outer):
         return None
-    lasts = [last for a in accesses if (last := (_index_dims(a) or [None])[-1]) is not None]
-    if p not in lasts or q not in lasts:
+    # One access walks memory along L, another along P while it strides over rows along L
+    # (an access that does not use L, like a row's max m[i], costs nothing along L).
+    along_l = along_p = False
+    for access in accesses:
+        last = (_index_dims(access) or [None])[-1]
+        if last is None:
+            continue
+        along_l |= last == q
+        along_p |= last == p and q in _memref_and_indices(access)[1]
+    if not (along_l and along_p):
         return None
     written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
     for memref in written:

@@ -108,3 +108,22 @@ func.func @imperfect(%x: memref<128x64xf32>, %y: memref<64x128xf32>, %z: memref<
   }
   return
 }
+
+// -----
+
+// Negative: the row operand m[i] has P's variable last but does not move along L: nothing
+// strides (the flash-attention tile's exp(s - m)).
+// CHECK-LABEL: func.func @row_broadcast
+// CHECK:       affine.for %{{.*}} = 0 to 64 {
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 64 {
+func.func @row_broadcast(%s: memref<64x64xf32>, %m: memref<64xf32>, %p: memref<64x64xf32>) {
+  affine.for %i = 0 to 64 {
+    affine.for %j = 0 to 64 {
+      %0 = affine.load %s[%i, %j] : memref<64x64xf32>
+      %1 = affine.load %m[%i] : memref<64xf32>
+      %2 = arith.subf %0, %1 : f32
+      affine.store %2, %p[%i, %j] : memref<64x64xf32>
+    }
+  }
+  return
+}
