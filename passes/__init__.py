@@ -17,6 +17,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     parallelize_loops,
     prepare_one_shot,
     reduce_reduce_fusion,
+    split_argmax,
     tile_transposes,
     unsafe_math_canonicalize,
 )

@@ -60,6 +60,8 @@ from accel.weights import check_bindings
 DEALLOCATE_MARK = "buffer-deallocation-pipeline"
 
 BUFFERIZE: list[str] = [
+    # argmax/max(dim) as two reductions that vectorise (and return NaN's index, as eager).
+    "func.func(accel-split-argmax)",
     # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
     "func.func(tm-tensor-bufferize)",
     # ...which leaves shared `to_buffer`s and non-`restrict` `to_tensor`s One-Shot mishandles.
