@@ -21,7 +21,8 @@ reductions that each vectorise give eager's answer:
     %idx = linalg.generic ins(%x, %max) outs(fill N) {
         %hit = (in == max) or (in != in); %c = select %hit, k, N; minsi %c, %i }
 
-argmin is the same with `minimumf`, `olt` and +inf. Ties go to the first index, as in
+argmin is the same with `minimumf`, `olt` and +inf. When the indices are not used (torch's
+amax and softmax lower to this generic too) only the max is left. Ties go to the first index, as in
 eager and as before. Fires on exactly those generics (one float input, a float and an
 integer output with the same map, one static reduction dim, inits -inf/+inf and 0);
 anything else is left alone. Runs on tensors, before bufferization.
@@ -117,6 +118,11 @@ def split(op: Operation, dim: int, combine: str) -> None:
                 dialects.arith.MinimumFOp
             m = kind(block.arguments[0], block.arguments[1])
             dialects.linalg.YieldOp([m.result])
+        if not list(op.results[1].uses):  # amax/softmax's max(dim): the indices are dead
+            op.results[0].replace_all_uses_with(gmax.result)
+            op.erase()
+            _erase_if_unused(idx_init)
+            return
         n = dialects.arith.ConstantOp(idx_t, extent)
         empty = dialects.tensor.EmptyOp(idx_tensor.shape, idx_t)
         init = dialects.linalg.fill(n.result, outs=[empty.result])
@@ -138,8 +144,12 @@ def split(op: Operation, dim: int, combine: str) -> None:
     op.results[0].replace_all_uses_with(gmax.result)
     op.results[1].replace_all_uses_with(gidx.result)
     op.erase()
-    # The zero fill of the old index init (and its empty tensor) if nothing else uses it.
-    for value in (idx_init, *idx_init.owner.operands[1:]):
+    _erase_if_unused(idx_init)
+
+
+def _erase_if_unused(fill_result: ir.Value) -> None:
+    """Erase the zero fill of the old index init, and its empty tensor, if now unused."""
+    for value in (fill_result, *fill_result.owner.operands[1:]):
         owner = value.owner
         if isinstance(owner, ir.OpView | ir.Operation) and not list(value.uses):
             owner.erase()

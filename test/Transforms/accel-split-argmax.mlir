@@ -117,3 +117,34 @@ func.func @seeded(%x: tensor<4x8xf32>, %seed: tensor<4xf32>) -> tensor<4xi64> {
   } -> (tensor<4xf32>, tensor<4xi64>)
   return %r#1 : tensor<4xi64>
 }
+
+// -----
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Only the max is used (torch's amax, softmax): no index reduction is left.
+// CHECK-LABEL: func.func @max_only
+// CHECK:       %[[MAX:.*]] = linalg.generic
+// CHECK:         arith.maximumf
+// CHECK-NOT:   linalg.generic
+// CHECK-NOT:   linalg.fill ins(%{{.*}} : i64)
+// CHECK:       return %[[MAX]]
+func.func @max_only(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<4xi64>
+  %i0 = linalg.fill ins(%c0 : i64) outs(%e0 : tensor<4xi64>) -> tensor<4xi64>
+  %e1 = tensor.empty() : tensor<4xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %r:2 = linalg.generic {indexing_maps = [#in, #row, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x8xf32>) outs(%m0, %i0 : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %mx = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %sel = arith.select %gt, %ki, %idx : i64
+    linalg.yield %mx, %sel : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  return %r#0 : tensor<4xf32>
+}
