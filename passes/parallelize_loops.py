@@ -248,31 +248,33 @@ def _linear(expr: ir.AffineExpr, operands: list[ir.Value]
     """(v, a, c) when `expr` is `a * v + c` over one of the map's dims (v: its operand), or
     (None, 0, c) for a constant; None otherwise."""
     expr = expr.maybe_downcast()
-    const = 0
     if isinstance(expr, ir.AffineConstantExpr):
         return None, 0, expr.value
-    if isinstance(expr, ir.AffineAddExpr):
-        lhs, rhs = expr.lhs.maybe_downcast(), expr.rhs.maybe_downcast()
-        c = _constant(rhs)
-        if c is None:
-            lhs, rhs = rhs, lhs
-            c = _constant(rhs)
-        if c is None:
+    const, coef = 0, 1
+    for kind in (ir.AffineAddExpr, ir.AffineMulExpr):  # a * v + c: peel "+ c", then "a *"
+        if not isinstance(expr, kind):
+            continue
+        split = _constant_operand(expr)
+        if split is None:
             return None
-        const, expr = c, lhs.maybe_downcast()
-    coef = 1
-    if isinstance(expr, ir.AffineMulExpr):
-        lhs, rhs = expr.lhs.maybe_downcast(), expr.rhs.maybe_downcast()
-        c = _constant(rhs)
-        if c is None:
-            lhs, rhs = rhs, lhs
-            c = _constant(rhs)
-        if c is None:
-            return None
-        coef, expr = c, lhs.maybe_downcast()
+        expr, c = split
+        if kind is ir.AffineAddExpr:
+            const = c
+        else:
+            coef = c
     if not isinstance(expr, ir.AffineDimExpr) or expr.position >= len(operands):
         return None
     return operands[expr.position], coef, const
+
+
+def _constant_operand(expr: ir.AffineBinaryExpr) -> tuple[ir.AffineExpr, int] | None:
+    """(the other operand, the constant) of a binary expression with a constant side."""
+    lhs, rhs = expr.lhs.maybe_downcast(), expr.rhs.maybe_downcast()
+    c = _constant(rhs)
+    if c is None:
+        lhs, rhs = rhs, lhs
+        c = _constant(rhs)
+    return None if c is None else (lhs.maybe_downcast(), c)
 
 
 def _relative_bounds(inner: Operation, iv: ir.Value) -> tuple[int, int, int] | None:
