@@ -419,7 +419,11 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
 @dataclass(frozen=True)
 class ConvSpec:
     """One `linalg.conv_2d_nchw_fchw` on row-major memrefs: x N x C x H x W (already padded),
-    w F x C x KH x KW, out N x F x OH x OW; strides (sh, sw), dilations (dh, dw)."""
+    w F x C x KH x KW, out N x F x OH x OW; strides (sh, sw), dilations (dh, dw).
+
+    With `groups` G > 1, a `linalg.conv_2d_ngchw_gfchw`: C and F count the channels and
+    filters of one group, x is N x G x C x H x W, w G x F x C x KH x KW, out
+    N x G x F x OH x OW, and each (image, group) is one im2col + GEMM."""
 
     n: int
     c: int
@@ -434,16 +438,21 @@ class ConvSpec:
     sw: int = 1
     dh: int = 1
     dw: int = 1
+    groups: int = 1
 
     def types(self) -> tuple[str, str, str]:
-        return (f"memref<{self.n}x{self.c}x{self.h}x{self.w}xf32>",
-                f"memref<{self.f}x{self.c}x{self.kh}x{self.kw}xf32>",
-                f"memref<{self.n}x{self.f}x{self.oh}x{self.ow}xf32>")
+        g = f"{self.groups}x" if self.groups > 1 else ""
+        return (f"memref<{self.n}x{g}{self.c}x{self.h}x{self.w}xf32>",
+                f"memref<{g}{self.f}x{self.c}x{self.kh}x{self.kw}xf32>",
+                f"memref<{self.n}x{g}{self.f}x{self.oh}x{self.ow}xf32>")
 
     def gemm(self) -> GemmSpec:
-        """out[n] (F x OH*OW) += w (F x C*KH*KW) @ cols (C*KH*KW x OH*OW), per image."""
+        """out[n] (F x OH*OW) += w (F x C*KH*KW) @ cols (C*KH*KW x OH*OW), per image (and
+        group: then w is one group's slice of the weight)."""
         m, n, k = self.f, self.oh * self.ow, self.c * self.kh * self.kw
-        return GemmSpec(m=m, n=n, k=k, a_type=f"memref<{m}x{k}xf32>",
+        a_type = f"memref<{m}x{k}xf32, strided<[{k}, 1], offset: ?>>" if self.groups > 1 \
+            else f"memref<{m}x{k}xf32>"
+        return GemmSpec(m=m, n=n, k=k, a_type=a_type,
                         b_type=f"memref<{k}x{n}xf32>",
                         c_type=f"memref<{m}x{n}xf32, strided<[{n}, 1], offset: ?>>")
 
@@ -486,6 +495,38 @@ def _im2col_rows(e: _Emitter, s: ConvSpec, r_lo: str, r_hi: str, x_at: str, x_t:
     e.emit(f"memref.store {v}, %cols[%r, {e.add(base, '%ow')}] : {cols_t}")
     for _ in range(3):
         e.close()
+
+
+def _render_grouped_conv(s: ConvSpec, name: str, gemm: str, dealloc: bool) -> str:
+    """`render_conv` for G groups: per image n and group g, the im2col of X[n, g] and
+    `@gemm(W[g] viewed as F x C*KH*KW, cols, O[n, g] viewed as F x OH*OW)` (serial im2col;
+    the GEMM is threaded as usual)."""
+    e = _Emitter()
+    x_t, w_t, o_t = s.types()
+    g = s.gemm()
+    cols_t = g.b_type
+    w3_t = f"memref<{s.groups}x{s.f}x{g.k}xf32>"
+    o4_t = f"memref<{s.n}x{s.groups}x{s.f}x{g.n}xf32>"
+    c0, c1 = e.c(0), e.c(1)
+    e.emit(f"%cols = memref.alloc() {{alignment = 64 : i64}} : {cols_t}")
+    e.emit(f"%W3 = memref.collapse_shape %Wt [[0], [1], [2, 3, 4]] : {w_t} into {w3_t}")
+    e.emit(f"%O4 = memref.collapse_shape %O [[0], [1], [2], [3, 4]] : {o_t} into {o4_t}")
+    e.open_for("%n", c0, e.c(s.n), c1)
+    e.open_for("%g", c0, e.c(s.groups), c1)
+    _im2col_rows(e, s, c0, e.c(g.k), "%n, %g, ", x_t, cols_t)
+    wg = e.op(f"memref.subview %W3[%g, 0, 0] [1, {s.f}, {g.k}] [1, 1, 1] : {w3_t} to "
+              f"{g.a_type}", "wg")
+    on = e.op(f"memref.subview %O4[%n, %g, 0, 0] [1, 1, {s.f}, {g.n}] [1, 1, 1, 1] : {o4_t} "
+              f"to {g.c_type}", "on")
+    e.emit(f"func.call @{gemm}({wg}, %cols, {on}) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()")
+    e.close()
+    e.close()
+    if dealloc:
+        e.emit(f"memref.dealloc %cols : {cols_t}")
+    decl = f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})"  # to verify
+    head = [decl, f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
 
 def _parallel_im2col(s: ConvSpec, name: str, group: int, items: int
@@ -548,6 +589,8 @@ def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False,
     `accel_parallel_for` (to verify on its own), which the caller must move into a module
     only when that does not declare it yet."""
     s, e = spec, _Emitter()
+    if s.groups > 1:
+        return _render_grouped_conv(s, name, gemm, dealloc)
     x_t, w_t, o_t = s.types()
     g = s.gemm()
     cols_t = g.b_type

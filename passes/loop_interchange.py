@@ -28,7 +28,17 @@ Fires on an `affine.for` P (constant bounds, no results) whose body is ops A, on
   side-effect-free ops whose results stay in their part; no buffer accessed in P is a view.
 
 Then A and B move into copies of P before and after it (loop distribution), and P and L
-swap bounds and variables. Run it after `accel-affine-fusion`.
+swap bounds and variables.
+
+Second rule, for convolution windows (depthwise convs, pools): a loop nest over
+(..., oh, ow, kh, kw) keeps the 3-iteration window innermost, which does not vectorise.
+When the innermost loop of a perfect band is short (<= `SHORT_TRIP`) and a long loop of
+the band (>= `LONG_TRIP`) is the last index of every buffer written, with one index list
+each (so that loop carries no dependence and may move anywhere inside), it sinks to the
+innermost position. An init and an epilogue fused around the window (P: A, band, B) are
+distributed first as above, and private accumulators expanded (their new dim goes last,
+indexed by P, so the sunk loop walks it with unit stride). Run it after
+`accel-affine-fusion`.
 """
 
 from __future__ import annotations
@@ -91,12 +101,13 @@ def _pure(op: Operation) -> bool:
     return op.name.startswith(("arith.", "math."))
 
 
-def _plain_accesses(accesses: list[Operation], outer: Operation) -> bool:
-    """No access goes through a view, and every index is P's or L's variable or a value
-    from outside P (an enclosing loop's variable, a function argument, ...)."""
-    p = _iv(outer)
-    inner = [op for op in _body(outer) if op.name == "affine.for"]
-    allowed = [p, *(_iv(loop) for loop in inner)]
+def _plain_accesses(accesses: list[Operation], outer: Operation,
+                    allowed: list[ir.Value] | None = None) -> bool:
+    """No access goes through a view, and every index is P's or L's variable (or one of
+    `allowed`) or a value from outside P (an enclosing loop's variable, an argument, ...)."""
+    if allowed is None:
+        inner = [op for op in _body(outer) if op.name == "affine.for"]
+        allowed = [_iv(outer), *(_iv(loop) for loop in inner)]
     for access in accesses:
         memref, indices = _memref_and_indices(access)
         owner = memref.owner
@@ -150,16 +161,8 @@ def _plan(outer: Operation) -> Plan | None:
     inner_ops = _body(inner)
     if not all(_pure(op) for op in [*before, *after, *inner_ops]):
         return None
-    # Values flow only within a part: nothing defined in A is used in L or B, and so on.
-    parts = [before, inner_ops, after]
-    for k, part in enumerate(parts):
-        others = [op for j, other in enumerate(parts) if j != k for op in other]
-        for op in others:
-            for value in op.operands:
-                owner = value.owner
-                if isinstance(owner, ir.OpView | ir.Operation) and \
-                        any(owner.operation == d for d in part):
-                    return None
+    if not _parts_independent([before, inner_ops, after]):
+        return None
     accesses = [op for op in [*before, *inner_ops, *after] if op.name in _ACCESS]
     if not _plain_accesses(accesses, outer):
         return None
@@ -187,6 +190,19 @@ def _plan(outer: Operation) -> Plan | None:
         if p not in dims or q in _memref_and_indices(uses[0])[1]:
             return None
     return Plan(before, inner, after, privates)
+
+
+def _parts_independent(parts: list[list[Operation]]) -> bool:
+    """Values flow only within a part: nothing defined in A is used in L or B, and so on."""
+    for k, part in enumerate(parts):
+        others = [op for j, other in enumerate(parts) if j != k for op in other]
+        for op in others:
+            for value in op.operands:
+                owner = value.owner
+                if isinstance(owner, ir.OpView | ir.Operation) and \
+                        any(owner.operation == d for d in part):
+                    return False
+    return True
 
 
 def _private_scalar(memref: ir.Value, outer: Operation, uses: list[Operation],
@@ -221,7 +237,8 @@ def _trip_count(loop: Operation) -> int | None:
 
 
 def _expand(memref: ir.Value, outer: Operation) -> None:
-    """Give the private `memref` a leading dim indexed by `outer`'s (normalised) variable."""
+    """Give the private `memref` a last dim indexed by `outer`'s (normalised) variable (last:
+    the sunk loop then walks it with unit stride)."""
     alloca = memref.owner
     mtype = ir.MemRefType(memref.type)
     lower = ir.AffineMapAttr(outer.attributes["lowerBoundMap"]).value.results[0].value
@@ -229,14 +246,14 @@ def _expand(memref: ir.Value, outer: Operation) -> None:
     trip = _trip_count(outer)
     assert trip is not None
     with alloca.location, InsertionPoint(alloca):
-        wide = ir.MemRefType.get([trip, *mtype.shape], mtype.element_type)
+        wide = ir.MemRefType.get([*mtype.shape, trip], mtype.element_type)
         new = dialects.memref.AllocaOp(wide, [], [])
     d0 = ir.AffineDimExpr.get(0)
     lead = (d0 - lower).floor_div(step) if step != 1 else d0 - lower
     for use in list(memref.uses):
         access = use.owner
         old = ir.AffineMapAttr(access.attributes["map"]).value
-        amap = ir.AffineMap.get(1, 0, [lead, *old.results])
+        amap = ir.AffineMap.get(1, 0, [*old.results, lead])
         iv = _iv(outer)
         with access.location, InsertionPoint(access):
             if access.name == "affine.load":
@@ -261,6 +278,23 @@ def interchange(outer: Operation, plan: Plan) -> None:
     """Distribute A and B out of `outer`, then swap `outer` and the inner loop."""
     for memref in plan.privates:
         _expand(memref, outer)
+    inner = _distribute(outer)
+    # Swap bounds and steps, then the two variables in the body.
+    for name in ("lowerBoundMap", "upperBoundMap", "step"):
+        a, b = outer.attributes[name], inner.attributes[name]
+        outer.attributes[name], inner.attributes[name] = b, a
+    p, q = _iv(outer), _iv(inner)
+    for op in _body(inner):
+        for index, value in enumerate(list(op.operands)):
+            if value == p:
+                op.operands[index] = q
+            elif value == q:
+                op.operands[index] = p
+
+
+def _distribute(outer: Operation) -> Operation:
+    """Move the ops before and after `outer`'s one inner loop into copies of `outer` before
+    and after it; returns the inner loop, now alone in `outer`."""
     before, inner, after = _body_parts(outer)
     count = len(before) + 1 + len(after)
     if before:
@@ -273,17 +307,137 @@ def interchange(outer: Operation, plan: Plan) -> None:
         tail = outer.clone(InsertionPoint(ops[ops.index(outer) + 1]))
         _keep_only(tail.operation, range(len(before) + 1, count))
     _keep_only(outer, range(len(before), len(before) + 1))
-    # Swap bounds and steps, then the two variables in the body.
-    for name in ("lowerBoundMap", "upperBoundMap", "step"):
-        a, b = outer.attributes[name], inner.attributes[name]
-        outer.attributes[name], inner.attributes[name] = b, a
-    p, q = _iv(outer), _iv(inner)
-    for op in _body(inner):
+    return inner
+
+
+# -- sinking a parallel loop below short reduction loops (convolution windows) --------------
+#: Most iterations of an innermost loop that a parallel loop is sunk below.
+SHORT_TRIP = 7
+#: Fewest iterations of a loop worth sinking (it becomes the vectorised loop).
+LONG_TRIP = 16
+
+
+def _band(innermost: Operation) -> list[Operation]:
+    """The perfectly nested band of simple loops that ends with `innermost`, outermost first."""
+    band = [innermost]
+    while True:
+        parent = band[0].parent
+        if parent is None or parent.name != "affine.for" or not _simple(parent.operation) or \
+                len(_body(parent.operation)) != 1:
+            return band
+        band.insert(0, parent.operation)
+
+
+def _sink_plan(innermost: Operation) -> tuple[list[Operation], Operation] | None:
+    """(band, L) when loop L of the band should move to the innermost position: L's variable
+    is the last index of every buffer written (unit stride), the innermost loop is short,
+    and L carries no dependence (see `LoopInterchange`)."""
+    if not _simple(innermost) or any(op.regions for op in _body(innermost)):
+        return None
+    ops = _body(innermost)
+    if not ops or not all(_pure(op) for op in ops):
+        return None
+    band = _band(innermost)
+    short = _trip_count(innermost)
+    if len(band) < 2 or short is None or short > SHORT_TRIP:
+        return None
+    accesses = [op for op in ops if op.name in _ACCESS]
+    if not _plain_accesses(accesses, band[0], [_iv(loop) for loop in band]):
+        return None
+    written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
+    if not written:
+        return None
+    lasts = []
+    for memref in written:
+        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
+        if len({_key(a) for a in uses}) != 1:
+            return None
+        dims = _index_dims(uses[0])
+        if not dims or dims[-1] is None:
+            return None
+        lasts.append(dims[-1])
+    target = next((loop for loop in band[:-1] if _iv(loop) == lasts[0]), None)
+    if target is None or any(last != lasts[0] for last in lasts):
+        return None
+    trip = _trip_count(target)
+    if trip is None or trip < LONG_TRIP:
+        return None
+    return band, target
+
+
+def _band_below(loop: Operation) -> list[Operation] | None:
+    """`loop` and the loops perfectly nested in it down to one without loops inside."""
+    band = [loop]
+    while True:
+        if not _simple(band[-1]):
+            return None
+        body = _body(band[-1])
+        if len(body) == 1 and body[0].name == "affine.for":
+            band.append(body[0])
+            continue
+        if any(op.name == "affine.for" or op.regions for op in body):
+            return None
+        return band
+
+
+def _window_plan(outer: Operation) -> list[ir.Value] | None:
+    """The private scalars to expand when `outer` (P: ops A, a perfect band ending in a
+    short loop, ops B) should be distributed so that `sink` can move it below the band:
+    the pooling/convolution shape with an init (A) and an epilogue (B) fused in. Same
+    legality as `_plan`, with the band's variables in place of L's."""
+    if outer.name != "affine.for" or not _simple(outer):
+        return None
+    body = _body(outer)
+    loops = [op for op in body if op.name == "affine.for"]
+    if len(loops) != 1 or len(body) == 1:
+        return None
+    band = _band_below(loops[0])
+    p_trip, short = _trip_count(outer), _trip_count(band[-1]) if band else None
+    if band is None or p_trip is None or short is None or p_trip < LONG_TRIP or \
+            short > SHORT_TRIP:
+        return None
+    before, _, after = _body_parts(outer)
+    inner_ops = _body(band[-1])
+    if not all(_pure(op) for op in [*before, *after, *inner_ops]) or \
+            not _parts_independent([before, inner_ops, after]):
+        return None
+    accesses = [op for op in [*before, *inner_ops, *after] if op.name in _ACCESS]
+    p = _iv(outer)
+    if not _plain_accesses(accesses, outer, [p, *(_iv(loop) for loop in band)]):
+        return None
+    band_ivs = [_iv(loop) for loop in band]
+    privates = []
+    for memref in {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}:
+        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
+        if len({_key(a) for a in uses}) != 1:
+            return None
+        if _private_scalar(memref, outer, uses, before):
+            privates.append(memref)
+            continue
+        dims = _index_dims(uses[0])
+        indices = _memref_and_indices(uses[0])[1]
+        if not dims or dims[-1] is None or dims[-1] != p or \
+                any(iv == v for iv in band_ivs for v in indices):
+            return None
+    return privates
+
+
+def sink(band: list[Operation], target: Operation) -> None:
+    """Move `target` to the innermost position of `band` (bounds and variables)."""
+    order = [loop for loop in band if loop != target] + [target]
+    names = ("lowerBoundMap", "upperBoundMap", "step")
+    bounds = [[loop.attributes[n] for n in names] for loop in order]
+    old_ivs = [_iv(loop) for loop in order]
+    new_ivs = [_iv(loop) for loop in band]
+    for loop, attrs in zip(band, bounds, strict=True):
+        for name, attr in zip(names, attrs, strict=True):
+            loop.attributes[name] = attr
+    for op in _body(band[-1]):
         for index, value in enumerate(list(op.operands)):
-            if value == p:
-                op.operands[index] = q
-            elif value == q:
-                op.operands[index] = p
+            for old, new in zip(old_ivs, new_ivs, strict=True):
+                if value == old:
+                    op.operands[index] = new
+                    break
 
 
 @register_pass
@@ -299,3 +453,15 @@ class LoopInterchange(FunctionPass):
             plan = _plan(loop)
             if plan is not None:
                 interchange(loop, plan)
+        for loop in reversed(ops_named(func, ("affine.for",))):
+            privates = _window_plan(loop)
+            if privates is not None:
+                for memref in privates:
+                    _expand(memref, loop)
+                _distribute(loop)
+        for loop in ops_named(func, ("affine.for",)):
+            if any(op.name == "affine.for" for op in _body(loop)):
+                continue
+            found = _sink_plan(loop)
+            if found is not None:
+                sink(*found)

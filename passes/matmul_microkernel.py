@@ -67,6 +67,7 @@ from accel.passes.base import ModulePass, ops_named, register_pass
 
 _MM = ("linalg.matmul", "linalg.batch_matmul")
 _CONV = "linalg.conv_2d_nchw_fchw"
+_GROUPED_CONV = "linalg.conv_2d_ngchw_gfchw"
 
 #: indexing_maps per (op, trans_a, trans_b); anything else (broadcasts) is not matched.
 _MAPS = {
@@ -206,24 +207,31 @@ def _pair(op: Operation, name: str) -> tuple[int, int] | None:
 def match_conv(op: Operation, min_size: int, min_flops: int) -> ConvSpec | None:
     """The spec of a static f32 `linalg.conv_2d_nchw_fchw` on row-major memrefs whose GEMM
     (F x OH*OW x C*KH*KW per image) passes the matmul thresholds, or None."""
-    if op.name != _CONV or len(op.operands) != 3 or op.results:
+    if op.name not in (_CONV, _GROUPED_CONV) or len(op.operands) != 3 or op.results:
         return None
+    grouped = op.name == _GROUPED_CONV
     types = [_static_f32(v) for v in op.operands]
-    if any(t is None or t.rank != 4 or not _row_major(t) for t in types):
+    if any(t is None or t.rank != 4 + grouped or not _row_major(t) for t in types):
         return None
     strides, dilations = _pair(op, "strides"), _pair(op, "dilations")
     if strides is None or dilations is None:
         return None
-    (n, c, h, w), (f, c2, kh, kw), (n2, f2, oh, ow) = (t.shape for t in types)
+    shapes = [list(t.shape) for t in types]
+    groups = 1
+    if grouped:  # N x G x C x H x W, G x F x C x KH x KW, N x G x F x OH x OW
+        groups = shapes[0].pop(1)
+        if shapes[1].pop(0) != groups or shapes[2].pop(1) != groups:
+            return None
+    (n, c, h, w), (f, c2, kh, kw), (n2, f2, oh, ow) = shapes
     if (n, c, f) != (n2, c2, f2):
         return None
     (sh, sw), (dh, dw) = strides, dilations
     if (oh - 1) * sh + (kh - 1) * dh >= h or (ow - 1) * sw + (kw - 1) * dw >= w:
         return None
     spec = ConvSpec(n=n, c=c, h=h, w=w, f=f, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
-                    dh=dh, dw=dw)
+                    dh=dh, dw=dw, groups=groups)
     g = spec.gemm()
-    if min(g.m, g.n, g.k) < min_size or g.m * g.n * g.k * n < min_flops:
+    if min(g.m, g.n, g.k) < min_size or g.m * g.n * g.k * n * groups < min_flops:
         return None
     return spec
 
@@ -358,7 +366,7 @@ def lower_conv(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     if spec is None:
         return False
     gemm = _add_kernel(module, spec.gemm(), tiles, dealloc, known, parallel_min)
-    split = None if im2col_min is None else im2col_split(spec, im2col_min)
+    split = None if im2col_min is None or spec.groups > 1 else im2col_split(spec, im2col_min)
     name = _conv_name(spec, gemm, split)
     if name not in known:
         text = render_conv(spec, name, gemm, dealloc=dealloc,
@@ -431,6 +439,6 @@ class MatmulMicrokernel(ModulePass):
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                          known, parallel_min)
-        for op in ops_named(module, (_CONV,)):
+        for op in ops_named(module, (_CONV, _GROUPED_CONV)):
             lower_conv(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                        known, parallel_min, im2col_min)

@@ -155,3 +155,122 @@ func.func @view(%x: memref<128x64xf32>) {
   }
   return
 }
+
+// -----
+
+// A depthwise convolution's band: the output's last index (ow) sinks below the short
+// window loops, so the innermost loop walks the output and input rows.
+// CHECK-LABEL: func.func @depthwise_window
+// CHECK:       affine.for %[[C:.*]] = 0 to 8 {
+// CHECK-NEXT:    affine.for %[[KH:.*]] = 0 to 3 {
+// CHECK-NEXT:      affine.for %[[KW:.*]] = 0 to 3 {
+// CHECK-NEXT:        affine.for %[[OW:.*]] = 0 to 30 {
+// CHECK-NEXT:          affine.load %arg0[%[[C]], %[[KH]], %[[OW]] + %[[KW]]]
+// CHECK-NEXT:          affine.load %arg1[%[[C]], %[[KH]], %[[KW]]]
+// CHECK-NEXT:          affine.load %arg2[%[[C]], %[[OW]]]
+func.func @depthwise_window(%x: memref<8x3x32xf32>, %w: memref<8x3x3xf32>, %out: memref<8x30xf32>) {
+  affine.for %ow = 0 to 30 {
+    affine.for %c = 0 to 8 {
+      affine.for %kh = 0 to 3 {
+        affine.for %kw = 0 to 3 {
+          %0 = affine.load %x[%c, %kh, %ow + %kw] : memref<8x3x32xf32>
+          %1 = affine.load %w[%c, %kh, %kw] : memref<8x3x3xf32>
+          %2 = affine.load %out[%c, %ow] : memref<8x30xf32>
+          %3 = arith.mulf %0, %1 : f32
+          %4 = arith.addf %2, %3 : f32
+          affine.store %4, %out[%c, %ow] : memref<8x30xf32>
+        }
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the innermost loop is long (a row reduction), nothing sinks below it.
+// CHECK-LABEL: func.func @long_inner
+// CHECK:       affine.for %{{.*}} = 0 to 30 {
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 64 {
+func.func @long_inner(%x: memref<30x64xf32>, %out: memref<30xf32>) {
+  affine.for %o = 0 to 30 {
+    affine.for %k = 0 to 64 {
+      %0 = affine.load %x[%o, %k] : memref<30x64xf32>
+      %1 = affine.load %out[%o] : memref<30xf32>
+      %2 = arith.addf %0, %1 : f32
+      affine.store %2, %out[%o] : memref<30xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the output's last index is the window loop's, not a loop that could sink.
+// CHECK-LABEL: func.func @no_target
+// CHECK:       affine.for %{{.*}} = 0 to 30 {
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 3 {
+func.func @no_target(%x: memref<30x3xf32>, %out: memref<30x3xf32>) {
+  affine.for %o = 0 to 30 {
+    affine.for %k = 0 to 3 {
+      %0 = affine.load %x[%o, %k] : memref<30x3xf32>
+      affine.store %0, %out[%o, %k] : memref<30x3xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the written buffer is read at a neighbouring element (a dependence along ow).
+// CHECK-LABEL: func.func @carried_window
+// CHECK:       affine.for %{{.*}} = 1 to 30 {
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 3 {
+func.func @carried_window(%x: memref<40xf32>, %out: memref<30xf32>) {
+  affine.for %ow = 1 to 30 {
+    affine.for %kw = 0 to 3 {
+      %0 = affine.load %x[%ow + %kw] : memref<40xf32>
+      %1 = affine.load %out[%ow - 1] : memref<30xf32>
+      %2 = arith.addf %0, %1 : f32
+      affine.store %2, %out[%ow] : memref<30xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// An average pool as fusion leaves it: init and epilogue around the window, the sum in a
+// private 1x1 buffer. The init and epilogue get loops of their own, the private buffer a
+// slot per ow (last dim), and ow sinks below the window.
+// CHECK-LABEL: func.func @avg_window
+// CHECK:       %[[ACC:.*]] = memref.alloca() : memref<1x30xf32>
+// CHECK:       affine.for %[[O0:.*]] = 0 to 30 {
+// CHECK-NEXT:    affine.store %{{.*}}, %[[ACC]][0, %[[O0]]]
+// CHECK-NEXT:  }
+// CHECK-NEXT:  affine.for %[[KW:.*]] = 0 to 3 {
+// CHECK-NEXT:    affine.for %[[OW:.*]] = 0 to 30 {
+// CHECK-NEXT:      affine.load %arg0[%[[OW]] + %[[KW]]]
+// CHECK-NEXT:      affine.load %[[ACC]][0, %[[OW]]]
+// CHECK:       affine.for %[[O2:.*]] = 0 to 30 {
+// CHECK-NEXT:    affine.load %[[ACC]][0, %[[O2]]]
+// CHECK-NEXT:    arith.mulf
+// CHECK-NEXT:    affine.store %{{.*}}, %arg1[%[[O2]]]
+func.func @avg_window(%x: memref<32xf32>, %out: memref<30xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %third = arith.constant 0.333333343 : f32
+  %acc = memref.alloca() : memref<1xf32>
+  affine.for %ow = 0 to 30 {
+    affine.store %zero, %acc[0] : memref<1xf32>
+    affine.for %kw = 0 to 3 {
+      %0 = affine.load %x[%ow + %kw] : memref<32xf32>
+      %1 = affine.load %acc[0] : memref<1xf32>
+      %2 = arith.addf %1, %0 : f32
+      affine.store %2, %acc[0] : memref<1xf32>
+    }
+    %3 = affine.load %acc[0] : memref<1xf32>
+    %4 = arith.mulf %3, %third : f32
+    affine.store %4, %out[%ow] : memref<30xf32>
+  }
+  return
+}

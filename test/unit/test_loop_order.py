@@ -91,3 +91,35 @@ def test_tile_option() -> None:
     with pytest.raises(AccelError, match="tile must be at least 2"):
         with module.context:
             run_pipeline(module, "builtin.module(func.func(accel-tile-transposes{tile=1}))")
+
+
+@pytest.mark.parametrize("name,make,shape", [
+    ("depthwise", lambda: torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), (1, 32, 40, 40)),
+    ("depthwise_s2", lambda: torch.nn.Conv2d(16, 16, 5, stride=2, padding=2, groups=16),
+     (2, 16, 41, 41)),
+    ("maxpool", lambda: torch.nn.MaxPool2d(3, 1, 1), (1, 8, 40, 40)),  # init fused in
+    ("avgpool", lambda: torch.nn.AvgPool2d(3, 1, 1), (1, 8, 40, 40)),  # and an epilogue
+])
+def test_window_loops_go_outside(name: str, make: Callable[[], torch.nn.Module],
+                                 shape: tuple[int, ...]) -> None:
+    """Depthwise convs and pools: the output's last index moves below the short window
+    loops, so every store whose last index is a loop variable (the output, the per-row
+    accumulators) stores along the innermost loop."""
+    model = make().eval()
+    x = torch.randn(*shape)
+    _, ir_text = _compile(model, x)
+    stack: list[tuple[int, str]] = []
+    stores = []
+    for line in ir_text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        loop = re.match(r"\s*affine\.for (%\w+) =", line)
+        if loop:
+            stack.append((indent, loop.group(1)))
+            continue
+        store = re.search(r"affine\.store %\w+, %\w+\[([^\]]*)\]", line)
+        last = store.group(1).split(", ")[-1] if store else ""
+        if re.fullmatch(r"%\w+", last) and stack:
+            stores.append(last == stack[-1][1])
+    assert stores and all(stores), ir_text
