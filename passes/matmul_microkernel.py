@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
@@ -134,6 +134,17 @@ def choose_tiles(vl: int, l1: int, l2: int, l3: int) -> Tiles:
     mc = max(mr, min(1024, (l2 // 2) // (kc * 4)) // mr * mr)
     nc = max(nr, min(4096, (l3 // 4) // (kc * 4)) // nr * nr)
     return Tiles(vl=vl, mr=mr, nr=nr, kc=kc, mc=mc, nc=nc)
+
+
+def fit_rows(tiles: Tiles, m: int) -> Tiles:
+    """`tiles` with MR = 8 instead of AVX-512's 12 when that pads M's row tiles less. M = 64
+    (a batch of 64, a conv's 64 filters) computed 72 rows with MR = 12; with 8 the ResNet
+    conv ran at 221 instead of 201 GFLOP/s and the MLP at batch 64 in 516 instead of 555 us
+    (1024^2 matmul: 268 vs 264, within noise). AVX2's MR = 6 is kept (not measured)."""
+    best = 8
+    if tiles.mr <= best or -(-m // best) * best >= -(-m // tiles.mr) * tiles.mr:
+        return tiles
+    return replace(tiles, mr=best, mc=max(best, tiles.mc // tiles.mr * best))
 
 
 @cache
@@ -307,6 +318,7 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
     """The kernel's symbol, adding its private functions to `module` on first use (and the
     declaration of `accel_parallel_for` when it runs in parallel: `parallel_min` is the
     smallest M*N*K that does, None for none)."""
+    tiles = fit_rows(tiles, spec.m)
     split = None if parallel_min is None else choose_split(spec, tiles, parallel_min)
     name = _kernel_name(spec, tiles, split)
     if name in known:

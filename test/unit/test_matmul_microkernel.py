@@ -464,3 +464,16 @@ def test_small_groups_stay_loops():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=1e-4)
     bufferized = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
     assert "call @accel_conv_" not in bufferized
+
+
+def test_fit_rows_prefers_mr8_when_it_pads_less():
+    from accel.passes._gemm_kernel import Tiles
+    from accel.passes.matmul_microkernel import fit_rows
+
+    avx512 = Tiles(vl=16, mr=12, nr=32, kc=192, mc=672, nc=4096)
+    assert fit_rows(avx512, 64).mr == 8 and fit_rows(avx512, 64).mc == 448  # 72 -> 64 rows
+    assert fit_rows(avx512, 1024).mr == 8
+    assert fit_rows(avx512, 72) == avx512  # both exact: keep the wider tile
+    assert fit_rows(avx512, 10) == avx512  # 12 vs 16 rows
+    avx2 = Tiles(vl=8, mr=6, nr=16, kc=256, mc=252, nc=2048)
+    assert fit_rows(avx2, 64) == avx2
