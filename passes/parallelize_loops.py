@@ -21,7 +21,7 @@ iteration forks and joins). L fires only when all of this holds:
 * Static shape: L has constant bounds and no `iter_args`, runs at least twice, and its
   static work (trip counts x body ops; nested loops have constant bounds or, when tiled,
   a constant bound on ub - lb) is at least
-  `min-work` (default `MIN_WORK` = 2^20): below it a fork-join (~8 us with a free core,
+  `min-work` (default `MIN_WORK` = 2^22): below it a fork-join (~8 us with a free core,
   20-50 us on a busy machine) costs more than it saves.
 * Known effects: everything inside L is `arith`, `math`, `index`, `complex` or the affine
   ops `for`/`if`/`yield`/`apply`/`min`/`max`/`load`/`store` (no calls, no `memref.load`,
@@ -72,8 +72,11 @@ from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 #: Smallest static work (scalar body-op executions of one run of the loop) that goes
 #: parallel. A fork-join costs ~8 us with a free second core (20-50 us on a busy machine)
 #: and LLVM vectorises simple bodies: an add/mul nest of 2^18 ops ran slower on 2 threads
-#: than on 1 (22 vs 16 us), one of 2^20 faster (32 vs 39 us) (docs/cpu-codegen.md).
-MIN_WORK = 1 << 20
+#: than on 1 (22 vs 16 us), one of 2^20 faster (32 vs 39 us) with the second core free;
+#: but the batch-1 MLP's matrix-vector layers (2^20-2^22) made the model slower on 2
+#: threads than on 1 (33-57 vs 27 us: the shared VM's second core is often busy), so
+#: the default asks for ~100 us of work, like the GEMM kernels' 2^23 multiply-adds.
+MIN_WORK = 1 << 22
 
 #: Most bytes of private `memref.alloca` buffers per body call (they move from the calling
 #: thread's stack to each worker's).

@@ -82,7 +82,8 @@ def _rand(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-#: name -> (model, inputs): each large enough (>= 2^20 body ops) to run in parallel.
+#: name -> (model, inputs): each large enough (>= 2^20 body ops) to run in parallel with
+#: `min-work=2^20`.
 CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
     "add_relu": (AddRelu, lambda: (_rand(1 << 20), _rand(1 << 20, seed=1))),
     "gelu": (Gelu, lambda: (_rand(512, 1024),)),
@@ -94,8 +95,13 @@ CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple[torch.T
 }
 
 
+#: The nests above are sized for this (the default, 2^22, would need 4x the data).
+MID_WORK = f"{PASS}{{min-work={1 << 20}}}"
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_large_nests_match_eager(threads, name: str) -> None:
+def test_large_nests_match_eager(monkeypatch, threads, name: str) -> None:
+    monkeypatch.setattr(cpu, "PARALLEL_LOOPS", MID_WORK)
     make, inputs = CASES[name]
     model, args = make().eval(), inputs()
     fn, ir = _compile(model, *args)
@@ -113,7 +119,9 @@ def test_small_nests_stay_serial() -> None:
     assert "accel_parallel_for" not in ir
     fn, ir = _compile(AddRelu(), _rand(1000), _rand(1000, seed=1))
     assert "accel_parallel_for" not in ir
-    fn, _ = _compile(AddRelu(), _rand(1 << 20), _rand(1 << 20, seed=1))
+    fn, ir = _compile(AddRelu(), _rand(1 << 19), _rand(1 << 19, seed=1))
+    assert "accel_parallel_for" not in ir  # 2^21 body ops: below the default 2^22
+    fn, _ = _compile(AddRelu(), _rand(1 << 21), _rand(1 << 21, seed=1))
     assert "accel_parallel_for" in fn.compiled.llvm_ir  # the LLVM IR calls the runtime
 
 
@@ -159,7 +167,8 @@ func.func @scale(%x: memref<600x512xf32>, %s: memref<600xf32>, %o: memref<600x51
 
 
 @pytest.mark.parametrize("count", [1, 2, 3])
-def test_memref_functions(threads, count: int) -> None:
+def test_memref_functions(monkeypatch, threads, count: int) -> None:
+    monkeypatch.setattr(cpu, "PARALLEL_LOOPS", MID_WORK)
     threads(count)
     scan, ir = _bufferized(PREFIX_SUM)
     assert "accel_parallel_for" not in ir  # loop-carried: serial
