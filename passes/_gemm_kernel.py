@@ -521,12 +521,7 @@ def _render_grouped_conv(s: ConvSpec, name: str, gemm: str, dealloc: bool) -> st
     e.emit(f"func.call @{gemm}({wg}, %cols, {on}) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()")
     e.close()
     e.close()
-    if dealloc:
-        e.emit(f"memref.dealloc %cols : {cols_t}")
-    decl = f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})"  # to verify
-    head = [decl, f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
-    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
-    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+    return _conv_module(e, s, name, gemm, dealloc, [])
 
 
 def _parallel_im2col(s: ConvSpec, name: str, group: int, items: int
@@ -616,8 +611,17 @@ def render_conv(spec: ConvSpec, name: str, gemm: str, *, dealloc: bool = False,
               f"{g.c_type}", "on")
     e.emit(f"func.call @{gemm}(%Wm, %cols, {on}) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()")
     e.close()
+    return _conv_module(e, s, name, gemm, dealloc, funcs)
+
+
+def _conv_module(e: _Emitter, s: ConvSpec, name: str, gemm: str, dealloc: bool,
+                 funcs: list[str]) -> str:
+    """The module text of a conv function whose body `e` holds (the GEMM declared, to
+    verify on its own, and `funcs` after it); frees `cols` at the end with `dealloc`."""
+    x_t, w_t, o_t = s.types()
+    g = s.gemm()
     if dealloc:
-        e.emit(f"memref.dealloc %cols : {cols_t}")
+        e.emit(f"memref.dealloc %cols : {g.b_type}")
     decl = f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})"  # to verify
     head = [decl, f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]

@@ -30,10 +30,9 @@ def _compile(fn: Callable[..., torch.Tensor], *inputs: torch.Tensor) -> tuple[ob
     return compiled, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
 
 
-def _loads_along_innermost(ir_text: str, shape: tuple[int, ...]) -> list[bool]:
-    """For each `affine.load` of an f32 memref of `shape` (the input): is its last index the
-    variable of the innermost loop around it?"""
-    mtype = "x".join(map(str, shape)) + "xf32"
+def _with_innermost(ir_text: str, pattern: str) -> list[tuple[re.Match[str], str]]:
+    """Each line matching `pattern` inside an affine loop, with the innermost loop's
+    variable around it (the IR is printed indented, so indentation gives the nesting)."""
     stack: list[tuple[int, str]] = []
     found = []
     for line in ir_text.splitlines():
@@ -44,10 +43,18 @@ def _loads_along_innermost(ir_text: str, shape: tuple[int, ...]) -> list[bool]:
         if loop:
             stack.append((indent, loop.group(1)))
             continue
-        load = re.search(r"affine\.load %\w+\[([^\]]*)\] : memref<([^>]*)>", line)
-        if load and load.group(2) == mtype and stack:
-            found.append(load.group(1).split(", ")[-1] == stack[-1][1])
+        match = re.search(pattern, line)
+        if match and stack:
+            found.append((match, stack[-1][1]))
     return found
+
+
+def _loads_along_innermost(ir_text: str, shape: tuple[int, ...]) -> list[bool]:
+    """For each `affine.load` of an f32 memref of `shape` (the input): is its last index the
+    variable of the innermost loop around it?"""
+    mtype = "x".join(map(str, shape)) + "xf32"
+    loads = _with_innermost(ir_text, r"affine\.load %\w+\[([^\]]*)\] : memref<([^>]*)>")
+    return [m.group(1).split(", ")[-1] == iv for m, iv in loads if m.group(2) == mtype]
 
 
 @pytest.mark.parametrize("name,fn,shape", [
@@ -108,18 +115,7 @@ def test_window_loops_go_outside(name: str, make: Callable[[], torch.nn.Module],
     model = make().eval()
     x = torch.randn(*shape)
     _, ir_text = _compile(model, x)
-    stack: list[tuple[int, str]] = []
-    stores = []
-    for line in ir_text.splitlines():
-        indent = len(line) - len(line.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        loop = re.match(r"\s*affine\.for (%\w+) =", line)
-        if loop:
-            stack.append((indent, loop.group(1)))
-            continue
-        store = re.search(r"affine\.store %\w+, %\w+\[([^\]]*)\]", line)
-        last = store.group(1).split(", ")[-1] if store else ""
-        if re.fullmatch(r"%\w+", last) and stack:
-            stores.append(last == stack[-1][1])
+    lasts = [(m.group(1).split(", ")[-1], iv)
+             for m, iv in _with_innermost(ir_text, r"affine\.store %\w+, %\w+\[([^\]]*)\]")]
+    stores = [last == iv for last, iv in lasts if re.fullmatch(r"%\w+", last)]
     assert stores and all(stores), ir_text
