@@ -53,11 +53,8 @@ from typing import Literal
 
 from accel.ir import InsertionPoint, Module, Operation, dialects, ir
 from accel.isolation import IsolatedFailure, run_pipeline_isolated
+from accel.passes._affine import VIEW_OPS
 from accel.passes.base import ModulePass, ops_named, register_pass
-
-#: Ops that make a second SSA name for (part of) a buffer.
-VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
-            "memref.reinterpret_cast", "memref.cast", "memref.transpose", "memref.view")
 
 
 def _functions(module: Operation) -> list[Operation]:

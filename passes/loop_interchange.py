@@ -47,81 +47,8 @@ import math
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes import _affine as af
 from accel.passes.base import FunctionPass, is_inside, ops_named, register_pass
-
-_ACCESS = ("affine.load", "affine.store")
-#: Ops that make a second SSA name for (part of) a buffer (as in accel-affine-fusion).
-_VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
-          "memref.reinterpret_cast", "memref.cast", "memref.transpose", "memref.view")
-
-
-def _body(loop: Operation) -> list[Operation]:
-    """The ops of a loop's body, without its terminator."""
-    return [op.operation for op in loop.regions[0].blocks[0].operations][:-1]
-
-
-def _iv(loop: Operation) -> ir.Value:
-    return loop.regions[0].blocks[0].arguments[0]
-
-
-def _simple(loop: Operation) -> bool:
-    """Constant bounds (no operands) and no loop-carried values."""
-    return len(loop.operands) == 0 and len(loop.results) == 0
-
-
-def _memref_and_indices(access: Operation) -> tuple[ir.Value, list[ir.Value]]:
-    first = 0 if access.name == "affine.load" else 1
-    return access.operands[first], list(access.operands)[first + 1:]
-
-
-def _index_dims(access: Operation) -> list[ir.Value | None]:
-    """Per index of the access: the value it is exactly (a plain dim result), else None."""
-    amap = ir.AffineMapAttr(access.attributes["map"]).value
-    _, operands = _memref_and_indices(access)
-    out: list[ir.Value | None] = []
-    for expr in amap.results:
-        if isinstance(expr, ir.AffineDimExpr):
-            out.append(operands[expr.position])
-        else:
-            out.append(None)
-    return out
-
-
-def _key(access: Operation) -> tuple[str, tuple[ir.Value, ...]]:
-    """An access's index list: its map and map operands."""
-    _, operands = _memref_and_indices(access)
-    return str(access.attributes["map"]), tuple(operands)
-
-
-def _pure(op: Operation) -> bool:
-    if op.name in _ACCESS:
-        return True
-    if op.regions or op.name.startswith(("memref.", "func.", "affine.")):
-        return False
-    return op.name.startswith(("arith.", "math."))
-
-
-def _plain_accesses(accesses: list[Operation], outer: Operation,
-                    allowed: list[ir.Value] | None = None) -> bool:
-    """No access goes through a view, and every index is P's or L's variable (or one of
-    `allowed`) or a value from outside P (an enclosing loop's variable, an argument, ...)."""
-    if allowed is None:
-        inner = [op for op in _body(outer) if op.name == "affine.for"]
-        allowed = [_iv(outer), *(_iv(loop) for loop in inner)]
-    for access in accesses:
-        memref, indices = _memref_and_indices(access)
-        owner = memref.owner
-        if isinstance(owner, ir.OpView | ir.Operation) and owner.name in _VIEWS:
-            return False
-        for value in indices:
-            if any(value == a for a in allowed):
-                continue
-            v_owner = value.owner
-            where = v_owner.owner if isinstance(v_owner, ir.Block) else v_owner.operation
-            if where is not None and is_inside(where, outer):
-                return False
-    return True
-
 
 #: Largest expanded private accumulator (bytes, on the stack).
 EXPAND_BYTES = 64 << 10
@@ -138,56 +65,56 @@ class Plan:
 
 
 def _body_parts(outer: Operation) -> tuple[list[Operation], Operation, list[Operation]]:
-    body = _body(outer)
+    body = af.body(outer)
     at = next(i for i, op in enumerate(body) if op.name == "affine.for")
     return body[:at], body[at], body[at + 1:]
 
 
 def _plan(outer: Operation) -> Plan | None:
     """(A, L, B) when `outer` is a P this pass rewrites (see the module docstring)."""
-    if outer.name != "affine.for" or not _simple(outer):
+    if outer.name != "affine.for" or not af.simple(outer):
         return None
-    body = _body(outer)
+    body = af.body(outer)
     loops = [op for op in body if op.name == "affine.for"]
     if len(loops) != 1:
         return None
     inner = loops[0]
-    if not _simple(inner) or any(op.name == "affine.for" for op in _body(inner)) or \
-            any(op.regions for op in _body(inner)):
+    if not af.simple(inner) or any(op.name == "affine.for" for op in af.body(inner)) or \
+            any(op.regions for op in af.body(inner)):
         return None
     at = body.index(inner)
     before, after = body[:at], body[at + 1:]
-    p, q = _iv(outer), _iv(inner)
-    inner_ops = _body(inner)
-    if not all(_pure(op) for op in [*before, *after, *inner_ops]):
+    p, q = af.iv(outer), af.iv(inner)
+    inner_ops = af.body(inner)
+    if not all(af.pure(op) for op in [*before, *after, *inner_ops]):
         return None
     if not _parts_independent([before, inner_ops, after]):
         return None
-    accesses = [op for op in [*before, *inner_ops, *after] if op.name in _ACCESS]
-    if not _plain_accesses(accesses, outer):
+    accesses = [op for op in [*before, *inner_ops, *after] if op.name in af.ACCESS_OPS]
+    if not af.plain_accesses(accesses, outer):
         return None
     # Profit: a stride-1 access along P in L and none along L.
-    inner_accesses = [op for op in inner_ops if op.name in _ACCESS]
-    lasts = [(_index_dims(a) or [None])[-1] for a in inner_accesses]
+    inner_accesses = [op for op in inner_ops if op.name in af.ACCESS_OPS]
+    lasts = [(af.index_dims(a) or [None])[-1] for a in inner_accesses]
     if any(last is not None and last == q for last in lasts):
         return None
-    if not any(last is not None and last == p and q in _memref_and_indices(a)[1]
+    if not any(last is not None and last == p and q in af.memref_and_indices(a)[1]
                for a, last in zip(inner_accesses, lasts, strict=True)):
         return None
     # Legality: written buffers have one index list, with P's variable and without L's
     # (or are private scalars, which get P's variable as a new leading index).
-    written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
+    written = {af.memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
     privates = []
     for memref in written:
-        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
-        keys = {_key(a) for a in uses}
+        uses = [a for a in accesses if af.memref_and_indices(a)[0] == memref]
+        keys = {af.access_key(a) for a in uses}
         if len(keys) != 1:
             return None
         if _private_scalar(memref, outer, uses, before):
             privates.append(memref)
             continue
-        dims = [d for d in _index_dims(uses[0]) if d is not None]
-        if p not in dims or q in _memref_and_indices(uses[0])[1]:
+        dims = [d for d in af.index_dims(uses[0]) if d is not None]
+        if p not in dims or q in af.memref_and_indices(uses[0])[1]:
             return None
     return Plan(before, inner, after, privates)
 
@@ -214,7 +141,7 @@ def _private_scalar(memref: ir.Value, outer: Operation, uses: list[Operation],
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "memref.alloca":
         return False
     mtype = ir.MemRefType(memref.type)
-    trip = _trip_count(outer)
+    trip = af.trip_count(outer)
     if trip is None or not mtype.has_static_shape or \
             trip * math.prod(mtype.shape) * 8 > EXPAND_BYTES:
         return False
@@ -225,26 +152,14 @@ def _private_scalar(memref: ir.Value, outer: Operation, uses: list[Operation],
     return uses[0].name == "affine.store" and any(uses[0] == op for op in before)
 
 
-def _trip_count(loop: Operation) -> int | None:
-    lower = ir.AffineMapAttr(loop.attributes["lowerBoundMap"]).value.results
-    upper = ir.AffineMapAttr(loop.attributes["upperBoundMap"]).value.results
-    step = ir.IntegerAttr(loop.attributes["step"]).value
-    if len(lower) != 1 or len(upper) != 1 or \
-            not isinstance(lower[0], ir.AffineConstantExpr) or \
-            not isinstance(upper[0], ir.AffineConstantExpr):
-        return None
-    return max(0, -(-(upper[0].value - lower[0].value) // step))
-
-
 def _expand(memref: ir.Value, outer: Operation) -> None:
     """Give the private `memref` a last dim indexed by `outer`'s (normalised) variable (last:
     the sunk loop then walks it with unit stride)."""
     alloca = memref.owner
     mtype = ir.MemRefType(memref.type)
-    lower = ir.AffineMapAttr(outer.attributes["lowerBoundMap"]).value.results[0].value
-    step = ir.IntegerAttr(outer.attributes["step"]).value
-    trip = _trip_count(outer)
-    assert trip is not None
+    b, trip = af.bounds(outer), af.trip_count(outer)
+    assert b is not None and trip is not None
+    lower, _, step = b
     with alloca.location, InsertionPoint(alloca):
         wide = ir.MemRefType.get([*mtype.shape, trip], mtype.element_type)
         new = dialects.memref.AllocaOp(wide, [], [])
@@ -254,7 +169,7 @@ def _expand(memref: ir.Value, outer: Operation) -> None:
         access = use.owner
         old = ir.AffineMapAttr(access.attributes["map"]).value
         amap = ir.AffineMap.get(1, 0, [*old.results, lead])
-        iv = _iv(outer)
+        iv = af.iv(outer)
         with access.location, InsertionPoint(access):
             if access.name == "affine.load":
                 load = dialects.affine.AffineLoadOp(mtype.element_type, new.result, [iv], amap)
@@ -268,7 +183,7 @@ def _expand(memref: ir.Value, outer: Operation) -> None:
 def _keep_only(loop: Operation, keep: range) -> None:
     """Erase the body ops of `loop` outside positions `keep` (last first: uses go before
     definitions)."""
-    body = _body(loop)
+    body = af.body(loop)
     for index in reversed(range(len(body))):
         if index not in keep:
             body[index].erase()
@@ -283,8 +198,8 @@ def interchange(outer: Operation, plan: Plan) -> None:
     for name in ("lowerBoundMap", "upperBoundMap", "step"):
         a, b = outer.attributes[name], inner.attributes[name]
         outer.attributes[name], inner.attributes[name] = b, a
-    p, q = _iv(outer), _iv(inner)
-    for op in _body(inner):
+    p, q = af.iv(outer), af.iv(inner)
+    for op in af.body(inner):
         for index, value in enumerate(list(op.operands)):
             if value == p:
                 op.operands[index] = q
@@ -322,8 +237,8 @@ def _band(innermost: Operation) -> list[Operation]:
     band = [innermost]
     while True:
         parent = band[0].parent
-        if parent is None or parent.name != "affine.for" or not _simple(parent.operation) or \
-                len(_body(parent.operation)) != 1:
+        if parent is None or parent.name != "affine.for" or not af.simple(parent.operation) or \
+                len(af.body(parent.operation)) != 1:
             return band
         band.insert(0, parent.operation)
 
@@ -332,34 +247,34 @@ def _sink_plan(innermost: Operation) -> tuple[list[Operation], Operation] | None
     """(band, L) when loop L of the band should move to the innermost position: L's variable
     is the last index of every buffer written (unit stride), the innermost loop is short,
     and L carries no dependence (see `LoopInterchange`)."""
-    if not _simple(innermost) or any(op.regions for op in _body(innermost)):
+    if not af.simple(innermost) or any(op.regions for op in af.body(innermost)):
         return None
-    ops = _body(innermost)
-    if not ops or not all(_pure(op) for op in ops):
+    ops = af.body(innermost)
+    if not ops or not all(af.pure(op) for op in ops):
         return None
     band = _band(innermost)
-    short = _trip_count(innermost)
+    short = af.trip_count(innermost)
     if len(band) < 2 or short is None or short > SHORT_TRIP:
         return None
-    accesses = [op for op in ops if op.name in _ACCESS]
-    if not _plain_accesses(accesses, band[0], [_iv(loop) for loop in band]):
+    accesses = [op for op in ops if op.name in af.ACCESS_OPS]
+    if not af.plain_accesses(accesses, band[0], [af.iv(loop) for loop in band]):
         return None
-    written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
+    written = {af.memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
     if not written:
         return None
     lasts = []
     for memref in written:
-        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
-        if len({_key(a) for a in uses}) != 1:
+        uses = [a for a in accesses if af.memref_and_indices(a)[0] == memref]
+        if len({af.access_key(a) for a in uses}) != 1:
             return None
-        dims = _index_dims(uses[0])
+        dims = af.index_dims(uses[0])
         if not dims or dims[-1] is None:
             return None
         lasts.append(dims[-1])
-    target = next((loop for loop in band[:-1] if _iv(loop) == lasts[0]), None)
+    target = next((loop for loop in band[:-1] if af.iv(loop) == lasts[0]), None)
     if target is None or any(last != lasts[0] for last in lasts):
         return None
-    trip = _trip_count(target)
+    trip = af.trip_count(target)
     if trip is None or trip < LONG_TRIP:
         return None
     return band, target
@@ -369,9 +284,9 @@ def _band_below(loop: Operation) -> list[Operation] | None:
     """`loop` and the loops perfectly nested in it down to one without loops inside."""
     band = [loop]
     while True:
-        if not _simple(band[-1]):
+        if not af.simple(band[-1]):
             return None
-        body = _body(band[-1])
+        body = af.body(band[-1])
         if len(body) == 1 and body[0].name == "affine.for":
             band.append(body[0])
             continue
@@ -385,37 +300,37 @@ def _window_plan(outer: Operation) -> list[ir.Value] | None:
     short loop, ops B) should be distributed so that `sink` can move it below the band:
     the pooling/convolution shape with an init (A) and an epilogue (B) fused in. Same
     legality as `_plan`, with the band's variables in place of L's."""
-    if outer.name != "affine.for" or not _simple(outer):
+    if outer.name != "affine.for" or not af.simple(outer):
         return None
-    body = _body(outer)
+    body = af.body(outer)
     loops = [op for op in body if op.name == "affine.for"]
     if len(loops) != 1 or len(body) == 1:
         return None
     band = _band_below(loops[0])
-    p_trip, short = _trip_count(outer), _trip_count(band[-1]) if band else None
+    p_trip, short = af.trip_count(outer), af.trip_count(band[-1]) if band else None
     if band is None or p_trip is None or short is None or p_trip < LONG_TRIP or \
             short > SHORT_TRIP:
         return None
     before, _, after = _body_parts(outer)
-    inner_ops = _body(band[-1])
-    if not all(_pure(op) for op in [*before, *after, *inner_ops]) or \
+    inner_ops = af.body(band[-1])
+    if not all(af.pure(op) for op in [*before, *after, *inner_ops]) or \
             not _parts_independent([before, inner_ops, after]):
         return None
-    accesses = [op for op in [*before, *inner_ops, *after] if op.name in _ACCESS]
-    p = _iv(outer)
-    if not _plain_accesses(accesses, outer, [p, *(_iv(loop) for loop in band)]):
+    accesses = [op for op in [*before, *inner_ops, *after] if op.name in af.ACCESS_OPS]
+    p = af.iv(outer)
+    if not af.plain_accesses(accesses, outer, [p, *(af.iv(loop) for loop in band)]):
         return None
-    band_ivs = [_iv(loop) for loop in band]
+    band_ivs = [af.iv(loop) for loop in band]
     privates = []
-    for memref in {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}:
-        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
-        if len({_key(a) for a in uses}) != 1:
+    for memref in {af.memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}:
+        uses = [a for a in accesses if af.memref_and_indices(a)[0] == memref]
+        if len({af.access_key(a) for a in uses}) != 1:
             return None
         if _private_scalar(memref, outer, uses, before):
             privates.append(memref)
             continue
-        dims = _index_dims(uses[0])
-        indices = _memref_and_indices(uses[0])[1]
+        dims = af.index_dims(uses[0])
+        indices = af.memref_and_indices(uses[0])[1]
         if not dims or dims[-1] is None or dims[-1] != p or \
                 any(iv == v for iv in band_ivs for v in indices):
             return None
@@ -427,12 +342,12 @@ def sink(band: list[Operation], target: Operation) -> None:
     order = [loop for loop in band if loop != target] + [target]
     names = ("lowerBoundMap", "upperBoundMap", "step")
     bounds = [[loop.attributes[n] for n in names] for loop in order]
-    old_ivs = [_iv(loop) for loop in order]
-    new_ivs = [_iv(loop) for loop in band]
+    old_ivs = [af.iv(loop) for loop in order]
+    new_ivs = [af.iv(loop) for loop in band]
     for loop, attrs in zip(band, bounds, strict=True):
         for name, attr in zip(names, attrs, strict=True):
             loop.attributes[name] = attr
-    for op in _body(band[-1]):
+    for op in af.body(band[-1]):
         for index, value in enumerate(list(op.operands)):
             for old, new in zip(old_ivs, new_ivs, strict=True):
                 if value == old:
@@ -460,7 +375,7 @@ class LoopInterchange(FunctionPass):
                     _expand(memref, loop)
                 _distribute(loop)
         for loop in ops_named(func, ("affine.for",)):
-            if any(op.name == "affine.for" for op in _body(loop)):
+            if any(op.name == "affine.for" for op in af.body(loop)):
                 continue
             found = _sink_plan(loop)
             if found is not None:

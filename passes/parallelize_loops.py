@@ -66,6 +66,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._affine import bounds, trip_count
+from accel.passes._affine import constant as _constant
 from accel.passes._gemm_kernel import PARALLEL_FOR_DECL
 from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 
@@ -120,31 +122,6 @@ def _value_inside(value: ir.Value, ancestor: Operation) -> bool:
         parent = owner.owner
         return parent is not None and is_inside(parent.operation, ancestor)
     return is_inside(owner.operation, ancestor)
-
-
-def _constant(expr: ir.AffineExpr) -> int | None:
-    expr = expr.maybe_downcast()
-    return expr.value if isinstance(expr, ir.AffineConstantExpr) else None
-
-
-def bounds(loop: Operation) -> tuple[int, int, int] | None:
-    """(lower, upper, step) of an `affine.for` with constant bounds, else None."""
-    lo = ir.AffineMapAttr(loop.attributes["lowerBoundMap"]).value
-    hi = ir.AffineMapAttr(loop.attributes["upperBoundMap"]).value
-    if lo.n_inputs or hi.n_inputs or len(lo.results) != 1 or len(hi.results) != 1:
-        return None
-    lb, ub = _constant(lo.results[0]), _constant(hi.results[0])
-    if lb is None or ub is None:
-        return None
-    return lb, ub, ir.IntegerAttr(loop.attributes["step"]).value
-
-
-def trip_count(loop: Operation) -> int | None:
-    b = bounds(loop)
-    if b is None:
-        return None
-    lb, ub, step = b
-    return max(0, -(-(ub - lb) // step))
 
 
 def max_trips(loop: Operation) -> int | None:

@@ -33,69 +33,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes import _affine as af
 from accel.passes.base import FunctionPass, ops_named, register_pass
-from accel.passes.loop_interchange import (
-    _ACCESS,
-    _body,
-    _index_dims,
-    _iv,
-    _key,
-    _memref_and_indices,
-    _plain_accesses,
-    _pure,
-    _simple,
-)
 
 
 def _trip(loop: Operation) -> int | None:
     """The trip count of a loop from 0 with step 1 and a constant upper bound."""
-    lower = ir.AffineMapAttr(loop.attributes["lowerBoundMap"]).value
-    upper = ir.AffineMapAttr(loop.attributes["upperBoundMap"]).value
-    if ir.IntegerAttr(loop.attributes["step"]).value != 1:
-        return None
-    if len(lower.results) != 1 or len(upper.results) != 1:
-        return None
-    lo, hi = lower.results[0], upper.results[0]
-    if not isinstance(lo, ir.AffineConstantExpr) or not isinstance(hi, ir.AffineConstantExpr):
-        return None
-    return hi.value if lo.value == 0 else None
+    b = af.bounds(loop)
+    return b[1] if b is not None and b[0] == 0 and b[2] == 1 else None
 
 
 def _candidate(outer: Operation, tile: int) -> Operation | None:
     """The inner loop L when (`outer`, L) is a nest this pass tiles."""
-    if outer.name != "affine.for" or not _simple(outer):
+    if outer.name != "affine.for" or not af.simple(outer):
         return None
-    body = _body(outer)
+    body = af.body(outer)
     if len(body) != 1 or body[0].name != "affine.for":
         return None
     inner = body[0]
-    ops = _body(inner)
-    if not _simple(inner) or not ops or not all(_pure(op) for op in ops):
+    ops = af.body(inner)
+    if not af.simple(inner) or not ops or not all(af.pure(op) for op in ops):
         return None
     n, m = _trip(outer), _trip(inner)
     if n is None or m is None or min(n, m) < 2 * tile:
         return None
-    p, q = _iv(outer), _iv(inner)
-    accesses = [op for op in ops if op.name in _ACCESS]
-    if not _plain_accesses(accesses, outer):
+    p, q = af.iv(outer), af.iv(inner)
+    accesses = [op for op in ops if op.name in af.ACCESS_OPS]
+    if not af.plain_accesses(accesses, outer):
         return None
     # One access walks memory along L, another along P while it strides over rows along L
     # (an access that does not use L, like a row's max m[i], costs nothing along L).
     along_l = along_p = False
     for access in accesses:
-        last = (_index_dims(access) or [None])[-1]
+        last = (af.index_dims(access) or [None])[-1]
         if last is None:
             continue
         along_l |= last == q
-        along_p |= last == p and q in _memref_and_indices(access)[1]
+        along_p |= last == p and q in af.memref_and_indices(access)[1]
     if not (along_l and along_p):
         return None
-    written = {_memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
+    written = {af.memref_and_indices(a)[0] for a in accesses if a.name == "affine.store"}
     for memref in written:
-        uses = [a for a in accesses if _memref_and_indices(a)[0] == memref]
-        if len({_key(a) for a in uses}) != 1:
+        uses = [a for a in accesses if af.memref_and_indices(a)[0] == memref]
+        if len({af.access_key(a) for a in uses}) != 1:
             return None
-        dims = [d for d in _index_dims(uses[0]) if d is not None]
+        dims = [d for d in af.index_dims(uses[0]) if d is not None]
         if p not in dims or q not in dims:
             return None
     return inner
@@ -131,10 +113,10 @@ def tile_nest(outer: Operation, inner: Operation, tile: int) -> None:
         row_end = list(rows.regions[0].blocks[0].operations)[-1]
         cols = _block_loop(InsertionPoint(row_end), blocks_j.induction_variable, tile, m)
     end = list(cols.regions[0].blocks[0].operations)[-1]
-    for op in _body(inner):
+    for op in af.body(inner):
         op.move_before(end)
-    _iv(outer).replace_all_uses_with(_iv(rows))
-    _iv(inner).replace_all_uses_with(_iv(cols))
+    af.iv(outer).replace_all_uses_with(af.iv(rows))
+    af.iv(inner).replace_all_uses_with(af.iv(cols))
     outer.erase()
 
 
