@@ -99,15 +99,6 @@ _FN_T = "(!llvm.ptr, index, index) -> ()"
 
 
 # -- small IR helpers ---------------------------------------------------------------------
-def _isa(cls: type, t: ir.Type) -> bool:
-    """`t` is a `cls` (an `ir.*Type` class)."""
-    try:
-        cls(t)
-    except ValueError:
-        return False
-    return True
-
-
 def _op(value_owner: object) -> Operation | None:
     return value_owner.operation if isinstance(value_owner, ir.OpView | ir.Operation) else None
 
@@ -399,9 +390,8 @@ class _Plan:
 
 
 def _scalar_type(t: ir.Type) -> bool:
-    return _isa(ir.IndexType, t) or _isa(ir.IntegerType, t) or \
-        _isa(ir.F16Type, t) or _isa(ir.BF16Type, t) or \
-        _isa(ir.F32Type, t) or _isa(ir.F64Type, t)
+    return isinstance(t, ir.IndexType | ir.IntegerType | ir.F16Type | ir.BF16Type | ir.F32Type
+                      | ir.F64Type)
 
 
 def plan(loop: Operation, min_work: int) -> _Plan | str:
@@ -456,7 +446,7 @@ def plan(loop: Operation, min_work: int) -> _Plan | str:
             owner = _defining_op(value)
             if owner is not None and owner.name in _CLONEABLE and not list(owner.operands):
                 result.clones.append(owner)
-            elif _isa(ir.MemRefType, value.type):
+            elif isinstance(value.type, ir.MemRefType):
                 if ir.MemRefType(value.type).memory_space is not None:
                     return "a memref in a non-default memory space"
                 result.captures.append(value)
@@ -476,9 +466,9 @@ def _descriptor(t: ir.Type) -> str:
 
 
 def _slot_type(t: ir.Type) -> str:
-    if _isa(ir.MemRefType, t):
+    if isinstance(t, ir.MemRefType):
         return _descriptor(t)
-    return "i64" if _isa(ir.IndexType, t) else str(t)
+    return "i64" if isinstance(t, ir.IndexType) else str(t)
 
 
 def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> str:
@@ -495,11 +485,11 @@ def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> s
              f"    %ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr"]
     for i, t in enumerate(types):
         value = f"%a{i}"
-        if _isa(ir.MemRefType, t):
+        if isinstance(t, ir.MemRefType):
             lines.append(f"    %d{i} = builtin.unrealized_conversion_cast %a{i} : {t} to "
                          f"{slots[i]}")
             value = f"%d{i}"
-        elif _isa(ir.IndexType, t):
+        elif isinstance(t, ir.IndexType):
             lines.append(f"    %d{i} = arith.index_cast %a{i} : index to i64")
             value = f"%d{i}"
         lines += [f"    %p{i} = {gep.format(i)}",
@@ -516,10 +506,10 @@ def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> s
         lines += [f"    %p{i} = {gep.format(i)}",
                   f"    %d{i} = llvm.load %p{i} : !llvm.ptr -> {slots[i]}"]
         names.append(f"%a{i}")
-        if _isa(ir.MemRefType, t):
+        if isinstance(t, ir.MemRefType):
             lines.append(f"    %a{i} = builtin.unrealized_conversion_cast %d{i} : {slots[i]} "
                          f"to {t}")
-        elif _isa(ir.IndexType, t):
+        elif isinstance(t, ir.IndexType):
             lines.append(f"    %a{i} = arith.index_cast %d{i} : i64 to index")
         else:
             names[-1] = f"%d{i}"

@@ -30,6 +30,7 @@ constant is copied instead and never freed.
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -500,13 +501,6 @@ def _row_major(shape: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
-def _prod(shape: Sequence[int]) -> int:
-    n = 1
-    for size in shape:
-        n *= size
-    return n
-
-
 class FastPlan:
     """The call of one signature with every argument and result an identity-layout memref
     (not bf16), prepared once: the slots, descriptors and result storage of a call live in
@@ -527,7 +521,7 @@ class FastPlan:
                       tuple(a.shape) if None not in a.shape else None, a.shape)
                      for a in sig.args]
         self.itemsizes = [a.dtype.numpy.itemsize for a in sig.args]  # type: ignore[union-attr]
-        self.static_nbytes = [None if st is None else _prod(st) * size
+        self.static_nbytes = [None if st is None else math.prod(st) * size
                               for (_, _, st, _), size in zip(self.args, self.itemsizes,
                                                              strict=True)]
         self.results = []
@@ -535,7 +529,7 @@ class FastPlan:
         for r in sig.results:
             dt = r.dtype.numpy  # type: ignore[union-attr]
             static = tuple(r.shape) if None not in r.shape else None
-            nbytes = _prod(static) * dt.itemsize if static is not None else None
+            nbytes = math.prod(static) * dt.itemsize if static is not None else None
             self.results.append((offset, r.rank, dt, static, nbytes,
                                  _bytes_type(nbytes) if nbytes else None))
             offset += 3 + 2 * r.rank
@@ -642,7 +636,7 @@ class FastPlan:
             nbytes = self.static_nbytes[i]
             if nbytes is None:
                 assert shapes is not None
-                nbytes = _prod(shapes[i]) * self.itemsizes[i]
+                nbytes = math.prod(shapes[i]) * self.itemsizes[i]
             ranges.append((ptr, ptr + nbytes))
         return ranges
 
@@ -668,7 +662,7 @@ class FastPlan:
             allocated = storage[o]
             shape = static if static is not None else tuple(storage[o + 3:o + 3 + rank])
             if static is None:
-                nbytes = _prod(shape) * dtype.itemsize
+                nbytes = math.prod(shape) * dtype.itemsize
                 btype = _bytes_type(nbytes) if nbytes else None
             if btype is None or allocated == DEAD_BEEF or \
                     any(lo <= allocated < hi for lo, hi in ranges):

@@ -727,12 +727,19 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> Non
     pb.getModulePassManager().run(mod, pb)
 
 
+def _with_vector_math(llvm_ir: str, opt_level: int) -> str:
+    """`llvm_ir` with libmvec variants on its libm calls when the vectorisers run."""
+    if not opt_level:
+        return llvm_ir
+    return vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
+
+
 def host_assembly(llvm_ir: str, opt_level: int = 3, *, vector_math: bool = True) -> str:
     """The host assembly the JIT makes of `llvm_ir` (`CompiledMLIR.llvm_ir`): for checking
     what LLVM did (vector instructions, calls) without a disassembler. `vector_math=False`
     leaves out the libmvec annotations the JIT adds (backend/vecmath.py)."""
-    if opt_level and vector_math:
-        llvm_ir = vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
+    if vector_math:
+        llvm_ir = _with_vector_math(llvm_ir, opt_level)
     mod = _parse_llvm(llvm_ir, "LLVM IR")
     tm = _target_machine(opt_level)
     mod.triple = llvm.get_process_triple()
@@ -761,9 +768,7 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
 def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
                     weights: Mapping[str, np.ndarray], object_code: bytes | None
                     ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
-    if opt_level:  # vectorisers run: let them call libmvec for exp, tanh, erf, ...
-        llvm_ir = vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
-    mod = _parse_llvm(llvm_ir, "translated LLVM IR")
+    mod = _parse_llvm(_with_vector_math(llvm_ir, opt_level), "translated LLVM IR")
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):
         if sig.unsupported:
