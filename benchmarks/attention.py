@@ -32,6 +32,8 @@ import sys
 import time
 from typing import Any
 
+from accel.options import OPTIONS
+
 HEADS, HEAD_DIM = 8, 64
 VARIANTS = ["accel-fused", "accel-other-fusion", "accel-unfused", "eager-naive", "torch-sdpa"]
 #: Done-criteria of the issue: at S = 4096 the fused call grows by < 64 MiB, the unfused
@@ -73,7 +75,6 @@ def _prepare(variant: str, q: Any, k: Any, v: Any) -> tuple[Any, float]:
     if variant == "torch-sdpa":
         return (lambda: F.scaled_dot_product_attention(q, k, v)), 0.0
     import accel
-    import accel.backend.cpu as cpu
     from accel.pipeline import run_pipeline
 
     start = time.perf_counter()
@@ -82,7 +83,7 @@ def _prepare(variant: str, q: Any, k: Any, v: Any) -> tuple[Any, float]:
         with module.context:
             run_pipeline(module, "builtin.module(accel-reduce-reduce-fusion)")
     # The pass ran (or not) above; `accel-unfused` also switches off every other fusion.
-    switches = [o for o in cpu.DEFAULT_OPTIONS if o.startswith("disable_")]
+    switches = [o for o in OPTIONS if o.startswith("disable_")]
     off = switches if variant == "accel-unfused" else ["disable_reduce_reduce_fusion"]
     options: dict[str, Any] = {"cache": False, **{o: True for o in off if o in switches}}
     compiled = accel.compile_mlir(module, options)

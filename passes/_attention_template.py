@@ -321,7 +321,7 @@ def _descriptor(tensor_type: str) -> str:
     return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
 
 
-#: The runtime's fork-join loop (python/accel/backend/parallel.py).
+#: The runtime's fork-join loop (python/accel/targets/cpu/parallel.py).
 PARALLEL_FOR_DECL = ("func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
                      "!llvm.ptr, index)")
 

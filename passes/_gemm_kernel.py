@@ -195,7 +195,7 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
     return lines
 
 
-#: The runtime's fork-join loop (python/accel/backend/parallel.py).
+#: The runtime's fork-join loop (python/accel/targets/cpu/parallel.py).
 PARALLEL_FOR_DECL = ("  func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
                      "!llvm.ptr, index)")
 

@@ -23,7 +23,7 @@ fusion never sees these matmuls; it treats the call as an opaque reader/writer o
 memrefs) and before the deallocation pipeline, which frees the packing buffers (set
 `dealloc` when running it after that pipeline). Kernels of at least `parallel-min-flops`
 multiply-adds split their rows or columns across threads with `accel_parallel_for`
-(python/accel/backend/parallel.py; the thread count is a runtime setting: 1 runs them
+(python/accel/targets/cpu/parallel.py; the thread count is a runtime setting: 1 runs them
 serially). The kernel accumulates into C
 (`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
 
@@ -409,7 +409,7 @@ class MatmulMicrokernel(ModulePass):
     nc: int = field(default=0, metadata={"help": "n block (0: from L3)"})
     #: Free the packing buffers in the kernel (only after the deallocation pipeline).
     dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
-    #: Split large kernels across threads with `accel_parallel_for` (python/accel/backend/
+    #: Split large kernels across threads with `accel_parallel_for` (python/accel/targets/cpu/
     #: parallel.py; the thread count is a runtime setting, 1 runs them serially).
     parallel: bool = field(default=True, metadata={"help": "multi-threaded kernels"})
     #: Smallest (batch x) M x N x K run in parallel: below it starting threads costs more.

@@ -42,9 +42,15 @@ IR_FOLDER = "ir"
 #: Top-level keys of option.json besides "options" (the accel.compile options).
 SETTINGS = ("pef_name", "entry", "batch_size", "inference")
 #: accel options that apply to .mlir input (the rest belong to accel.compile).
-MLIR_OPTIONS = ("target", "opt_level", "cache", "disable_affine_fusion",
-                "disable_reduce_reduce_fusion", "disable_unsafe_math_canonicalizations",
-                "disable_fast_math")
+def mlir_options() -> tuple[str, ...]:
+    """accel options that apply to .mlir input: not the call/AOT ones, not verify_numerics
+    (there is no eager model)."""
+    from accel.options import OPTIONS
+
+    return tuple(n for n, o in OPTIONS.items()
+                 if o.scope not in ("call", "aot") and n != "verify_numerics")
+
+
 #: Seconds a compile runs before the progress line appears on a terminal.
 PROGRESS_DELAY = 1.0
 #: AOT library settings (the "aot" object of option.json, present only with --aot).
@@ -87,7 +93,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    from accel.api import TARGETS
+    from accel.targets import names
 
     p = _Parser(prog=PROG, description=DESCRIPTION, allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,13 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pass batch_size=N to the model factory (.py models)")
     levels = p.add_mutually_exclusive_group()
     for level in (0, 1, 3):
-        levels.add_argument(f"-o{level}", dest="opt_level", action="store_const", const=level,
-                            help=f"LLVM optimisation level {level}"
-                                 + (" (default)" if level == 3 else ""))
-    levels.add_argument("--opt-level", type=int, choices=range(4), metavar="N",
-                        help="LLVM optimisation level 0-3 (-o0/-o1/-o3 are short forms)")
-    p.add_argument("--target", choices=TARGETS,
-                   help="device to compile for (default cpu; rdu and mncore not yet)")
+        levels.add_argument(f"-o{level}", dest="preset", action="store_const", const=f"o{level}",
+                            help=f"the target's preset o{level} (cpu: LLVM optimisation level "
+                                 f"{level})" + (" (default)" if level == 3 else ""))
+    levels.add_argument("--preset", metavar="NAME",
+                        help="a named option set of the target (listed below)")
+    p.add_argument("--opt-level", type=int, choices=range(4), metavar="N",
+                   help="optimisation level 0-3 (overrides the preset's)")
+    p.add_argument("--target", choices=names(),
+                   help="target to compile for (default cpu; listed below)")
     p.add_argument("--entry", metavar="NAME",
                    help="model factory (.py, default get_model) or function to call (.mlir)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -171,7 +179,7 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_options(items: list[str], opt_level: int | None = None) -> dict[str, Any]:
+def parse_options(items: list[str]) -> dict[str, Any]:
     """`--option key=value` items (and an optimisation level) as an options dict."""
     options: dict[str, Any] = {}
     for item in items:
@@ -179,8 +187,6 @@ def parse_options(items: list[str], opt_level: int | None = None) -> dict[str, A
         if not sep or not key.strip():
             raise AccelError(f"--option expects KEY=VALUE, got '{item}'")
         options[key.strip()] = parse_value(value)
-    if opt_level is not None:
-        options["opt_level"] = opt_level
     return options
 
 
@@ -243,26 +249,34 @@ def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool) -> Settin
     from accel.api import resolve_options
 
     base = read_option_json(Path(a.option_json)) if a.option_json else {}
-    flags: dict[str, Any] = {}
-    if a.target is not None:
-        flags["target"] = a.target
-    options = {**base.get("options", {}), **parse_options(a.option, a.opt_level), **flags}
+    flags = {k: v for k, v in (("target", a.target), ("preset", a.preset),
+                                ("opt_level", a.opt_level)) if v is not None}
+    options = {**base.get("options", {}), **parse_options(a.option), **flags}
+    if a.preset is not None:  # a preset asked for now wins over option.json's values of it
+        from accel import targets
+
+        try:
+            preset = targets.get(options.get("target", "cpu")).presets().get(a.preset, {})
+        except AccelError:
+            preset = {}
+        given = {**parse_options(a.option), **flags}
+        options = {k: v for k, v in options.items() if k not in preset or k in given}
     options.setdefault("cache", False)  # every phase runs (and leaves its IR) unless asked
     if is_mlir:
         if base.get("options"):  # a .py build's option.json: its defaults do not matter here
             defaults = resolve_options({})
             options = {k: v for k, v in options.items()
-                       if k in MLIR_OPTIONS or k not in defaults or v != defaults[k]}
-        unknown = sorted(set(options) - set(MLIR_OPTIONS))
+                       if k in mlir_options() or k not in defaults or v != defaults[k]}
+        unknown = sorted(set(options) - set(mlir_options()))
         if unknown:
             raise AccelError(f"option '{unknown[0]}' does not apply to .mlir input (valid: "
-                             f"{', '.join(sorted(MLIR_OPTIONS))})")
+                             f"{', '.join(sorted(mlir_options()))})")
     try:
         resolved = resolve_options(options)
     except (ValueError, NotImplementedError) as err:
         raise AccelError(str(err)) from None
     if is_mlir:
-        resolved = {k: resolved[k] for k in MLIR_OPTIONS}
+        resolved = {k: resolved[k] for k in mlir_options() if k in resolved}
     pef_name = a.pef_name if a.pef_name is not None else base.get("pef_name", path.stem)
     if not pef_name or pef_name in (".", "..") or "/" in pef_name or "\\" in pef_name:
         raise AccelError(f"--pef-name must be a plain file name, got '{pef_name}'")
@@ -534,17 +548,16 @@ def _to_numpy(value: Any) -> Any:
 
 
 def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
-    from accel import phases
-    from accel.backend.cpu import compile_mlir
+    from accel import phases, targets
 
     start = time.perf_counter()
     text = _read(path)
-    options = {k: v for k, v in s.options.items() if k != "target"} | {"filename": str(path)}
+    options = dict(s.options) | {"filename": str(path)}
     with phases.recording(keep_ir=True, want_object=True,
                           on_phase_start=progress.phase_start) as rec:
         progress.rec = rec
         try:
-            compiled = compile_mlir(text, options)
+            compiled = targets.get(options["target"]).compile(text, options)
         except ValueError as err:
             raise AccelError(str(err)) from None
     callable_fns = [n for n, sig in compiled.functions.items() if not sig.unsupported]
@@ -564,9 +577,13 @@ def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
 # -- artifact -------------------------------------------------------------------------------
 def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
     """The artifact folder: accel.load's files, then the IR, object, option.json and log."""
-    from accel.cache import atomic_write, save_artifact
+    from accel.artifact import save
+    from accel.cache import atomic_write
+    from accel.compiled_module import CompiledModule
 
-    save_artifact(out, b.compiled, entry=b.entry, options=s.options, model_mlir=b.model_mlir)
+    module = CompiledModule(None, b.compiled, None, b.entry, s.options)
+    module.set_module_text(b.model_mlir)
+    save(out, module)
     ir_dir = out / IR_FOLDER
     written: list[tuple[Any, str | None]] = []
     try:
@@ -627,7 +644,7 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
 
 def write_aot_library(out: Path, s: Settings, b: Build) -> Any:
     """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder."""
-    from accel.aot import build_library
+    from accel.targets.cpu.aot import build_library
 
     assert s.aot is not None
     try:

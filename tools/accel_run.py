@@ -72,7 +72,7 @@ _SPEC = re.compile(r"(?:(?P<shape>\d+(?:x\d+)*)x)?(?P<dtype>[a-z]+\d*)=(?P<value
 
 def parse_input(spec: str) -> np.ndarray:
     """`2x3xf32=1,2,...`, `f32=2.5` or a `.npy` path -> an array (bf16 values as float32)."""
-    from accel.runtime import DTYPES
+    from accel.runtime.dtypes import DTYPES
 
     m = _SPEC.fullmatch(spec.strip())
     if m is None:
@@ -142,7 +142,7 @@ def format_scalar(value: Any, dtype_name: str) -> str:
 
 
 def _shortest_bf16(value: float) -> str:
-    from accel.runtime import python_float_to_bf16_bits
+    from accel.runtime.dtypes import python_float_to_bf16_bits
 
     if value != value or value in (float("inf"), float("-inf")):
         return str(value)
@@ -186,7 +186,7 @@ def run_tool(argv: list[str]) -> int:
         return 0
     source = read_source(args.input_file)
     inputs = [parse_input(spec) for spec in args.inputs]
-    from accel.backend.cpu import compile_mlir
+    from accel.targets.cpu.jit import compile_mlir
 
     filename = "<stdin>" if args.input_file == "-" else args.input_file
     compiled = compile_mlir(source, {"opt_level": args.opt_level, "filename": filename})

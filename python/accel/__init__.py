@@ -18,16 +18,16 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "compile": ("accel.api", "compile"),
-    "CompiledModule": ("accel.api", "CompiledModule"),
-    "load": ("accel.cache", "load"),
+    "CompiledModule": ("accel.compiled_module", "CompiledModule"),
+    "load": ("accel.api", "load"),
     "import_torch": ("accel.frontend", "import_torch"),
-    "compile_mlir": ("accel.backend.cpu", "compile_mlir"),
-    "CompiledMLIR": ("accel.backend.cpu", "CompiledMLIR"),
+    "compile_mlir": ("accel.targets.cpu.jit", "compile_mlir"),
+    "CompiledMLIR": ("accel.targets.cpu.jit", "CompiledMLIR"),
     "make_context": ("accel.context", "make_context"),
     "jit": ("accel.jit_function", "jit"),
-    "RuntimeAssertionError": ("accel.runtime", "RuntimeAssertionError"),
-    "set_num_threads": ("accel.backend.parallel", "set_num_threads"),
-    "get_num_threads": ("accel.backend.parallel", "num_threads"),
+    "RuntimeAssertionError": ("accel.runtime.symbols", "RuntimeAssertionError"),
+    "set_num_threads": ("accel.targets.cpu.parallel", "set_num_threads"),
+    "get_num_threads": ("accel.targets.cpu.parallel", "num_threads"),
 }
 
 

@@ -448,7 +448,7 @@ def discover_names(p: Prober, tokens: list[str]) -> dict[str, bool]:
 
 def build(use_registry: bool = True) -> tuple[list[Entry], dict[str, Any]]:
     """Probe the installed bindings; returns the entries and facts for the header."""
-    from accel.ir import PROVIDER, provider_version
+    from accel.versions import PROVIDER, provider_version
 
     t0 = time.time()
     lib = capi_library()

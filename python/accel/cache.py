@@ -21,9 +21,9 @@ the `torch.export` program before decompositions (`accel.frontend.program_finger
 weight values included, with `environment()` and the options: `front_key`), each names the
 code entry to link and how to bind its weights (`accel.frontend.FrontCache`).
 
-Artifacts. `CompiledModule.save(folder)` (or `save_artifact`) writes a folder that
-`accel.load(folder)` turns back into a callable without compiling MLIR again; the format is
-in docs/cache.md.
+The cache stores bytes and metadata by key and knows nothing of what they mean: the
+targets build and read their entries (`accel.targets.cpu.jit`), artifact folders are
+`accel.artifact`.
 """
 
 from __future__ import annotations
@@ -40,20 +40,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from accel import weights
-from accel.diagnostics import AccelError
-from accel.runtime import DTYPES, Signature, ValueSpec
-
 log = logging.getLogger("accel.cache")
 
 #: Bump when the entry or artifact layout changes: older entries then simply miss.
 FORMAT_VERSION = 1
 _MAGIC = "ACCEL-CACHE"
-MANIFEST = "manifest.json"
-MODULE_LL = "module.ll"
-MODEL_MLIR = "model.mlir"
-#: The host object code: reused by `load` on the host that built it (same `environment()`).
-MODULE_O = "module.o"
 
 #: Counters for this process: "hit", "miss", "store", "corrupt" (MLIR-level entries) and
 #: "front_hit", "front_miss", "front_store" (front entries; see `accel.frontend.FrontCache`).
@@ -76,11 +67,12 @@ def cache_dir() -> Path:
 def _code_digest() -> str:
     """SHA-256 of accel's own Python sources: any change to a pass or pipeline (even without
     a version bump, as during development) makes new cache keys."""
-    import accel.dialects
-    import accel.passes
+    from importlib.util import find_spec
 
     digest = hashlib.sha256()
-    roots = {Path(p) for pkg in (accel, accel.passes, accel.dialects) for p in pkg.__path__}
+    # Located, not imported: importing the passes would load the MLIR bindings.
+    roots = {Path(p) for name in ("accel", "accel.passes", "accel.dialects")
+             for p in (find_spec(name).submodule_search_locations or [])}  # type: ignore[union-attr]
     for root in sorted(roots):
         for path in sorted(root.rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode())
@@ -97,7 +89,7 @@ def environment() -> dict[str, str]:
     import llvmlite.binding as llvm
 
     import accel
-    from accel.ir import PROVIDER, provider_version
+    from accel.versions import PROVIDER, provider_version
 
     try:
         llvmlite_version = version("llvmlite")
@@ -137,32 +129,6 @@ def front_key(fingerprint: str, options: Mapping[str, Any]) -> str:
         "env": environment(),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
-
-# -- signatures as JSON ---------------------------------------------------------------------
-def _spec_to_json(spec: ValueSpec) -> dict[str, Any]:
-    return {"kind": spec.kind, "dtype": spec.dtype.mlir if spec.dtype else None,
-            "type": spec.type_str, "shape": list(spec.shape), "identity": spec.identity,
-            "strides": list(spec.strides), "offset": spec.offset}
-
-
-def _spec_from_json(d: Mapping[str, Any]) -> ValueSpec:
-    return ValueSpec(d["kind"], DTYPES[d["dtype"]] if d["dtype"] else None, d["type"],
-                     tuple(d["shape"]), d["identity"], tuple(d["strides"]), d["offset"])
-
-
-def signature_to_json(sig: Signature) -> dict[str, Any]:
-    """A `Signature` as JSON-compatible data (`signature_from_json` inverts it)."""
-    return {"name": sig.name, "args": [_spec_to_json(a) for a in sig.args],
-            "results": [_spec_to_json(r) for r in sig.results], "callee": sig.callee,
-            "results_by_pointer": sig.results_by_pointer, "unsupported": sig.unsupported}
-
-
-def signature_from_json(d: Mapping[str, Any]) -> Signature:
-    """The `Signature` that `signature_to_json` wrote."""
-    return Signature(d["name"], tuple(_spec_from_json(a) for a in d["args"]),
-                     tuple(_spec_from_json(r) for r in d["results"]), d["callee"],
-                     d["results_by_pointer"], d["unsupported"])
 
 
 # -- atomic files ---------------------------------------------------------------------------
@@ -273,139 +239,3 @@ def store_front(key: str, payload: Mapping[str, Any]) -> None:
         log.warning("accel cache: could not write %s: %s", _front_path(key), err)
         return
     STATS["front_store"] += 1
-
-
-def compiled_from_entry(key: str, opt_level: int, bound: Mapping[str, Any]) -> Any:
-    """The `CompiledMLIR` of the cache entry `key` with `bound` weights, or None (no entry,
-    or one that does not fit): what `compile_mlir` does on a hit."""
-    import base64
-
-    from accel import phases
-    from accel.backend.cpu import CompiledMLIR
-
-    hit = lookup(key)
-    if hit is None:
-        return None
-    try:
-        sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
-    except (KeyError, TypeError, ValueError):
-        return None
-    specs = hit.get("weights", {})
-    if not isinstance(specs, dict) or set(specs) != set(bound):
-        return None
-    obj = hit.get("object")
-    compiled = CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opt_level,
-                                         hit.get("mlir_llvm", ""), cache_hit=True,
-                                         weights=bound, weight_specs=specs,
-                                         object_code=base64.b64decode(obj) if
-                                         isinstance(obj, str) else None)
-    rec = phases.current()
-    if rec is not None:
-        rec.cache_hit = True
-    return compiled
-
-
-# -- artifacts ------------------------------------------------------------------------------
-def save_artifact(folder: str | os.PathLike[str], compiled: Any, *, entry: str,
-                  options: Mapping[str, Any], model_mlir: str | None = None) -> Path:
-    """Write `compiled` (a `CompiledMLIR`) as an artifact folder callable through `entry`."""
-    if entry not in compiled.functions:
-        raise AccelError(f"no public function @{entry} to save; available: "
-                         f"{', '.join('@' + n for n in compiled.functions) or 'none'}")
-    out = Path(folder)
-    ll = compiled.llvm_ir.encode()
-    sig = compiled.functions[entry]
-    manifest = {
-        "format": FORMAT_VERSION,
-        "versions": environment(),
-        "entry": entry,
-        "opt_level": options.get("opt_level", 3),
-        "options": {k: v for k, v in options.items() if _is_json_scalar(v)},
-        "signatures": [signature_to_json(s) for s in compiled.functions.values()],
-        "inputs": [_io_spec(a) for a in sig.args],
-        "outputs": [_io_spec(r) for r in sig.results],
-        "files": {MODULE_LL: hashlib.sha256(ll).hexdigest()},
-    }
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        manifest["weights"] = weights.save(out, compiled.weights)
-        if compiled.object_code:
-            atomic_write(out / MODULE_O, compiled.object_code)
-            manifest["files"][MODULE_O] = hashlib.sha256(compiled.object_code).hexdigest()
-        atomic_write(out / MODULE_LL, ll)
-        if model_mlir is not None:
-            atomic_write(out / MODEL_MLIR, model_mlir.encode())
-        atomic_write(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
-    except OSError as err:
-        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
-    return out
-
-
-def _is_json_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, bool | int | float | str)
-
-
-def _io_spec(spec: ValueSpec) -> dict[str, Any]:
-    dtype = spec.dtype.mlir if spec.dtype else None
-    return {"type": spec.type_str, "dtype": dtype, "shape": list(spec.shape)}
-
-
-def _reusable_object(root: Path, manifest: Mapping[str, Any]) -> bytes | None:
-    """The artifact's object code if it was built here (same versions, CPU and features)
-    and is intact; otherwise None and `load` compiles module.ll again."""
-    if manifest.get("versions") != environment():
-        return None
-    try:
-        obj = (root / MODULE_O).read_bytes()
-    except OSError:
-        return None
-    if hashlib.sha256(obj).hexdigest() != manifest.get("files", {}).get(MODULE_O):
-        log.warning("accel: %s does not match its checksum; compiling %s instead",
-                    root / MODULE_O, MODULE_LL)
-        return None
-    return obj
-
-
-def load(folder: str | os.PathLike[str]) -> Any:
-    """Reload an artifact folder without compiling MLIR: a `CompiledModule` (no eager model).
-
-    Call it with torch tensors or numpy arrays like the module `accel.compile` returned.
-    Raises `AccelError` when the folder is missing, from another format, or corrupt.
-    """
-    from accel.api import CompiledModule
-    from accel.backend.cpu import CompiledMLIR
-
-    root = Path(folder)
-    try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        ll = (root / MODULE_LL).read_bytes()
-    except FileNotFoundError as err:
-        raise AccelError(f"'{root}' is not an accel artifact folder: {err.filename} is "
-                         "missing") from None
-    except (OSError, ValueError) as err:
-        raise AccelError(f"could not read artifact folder '{root}': {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
-        got = manifest.get("format") if isinstance(manifest, dict) else None
-        raise AccelError(f"artifact '{root}' has format {got!r}; this accel reads format "
-                         f"{FORMAT_VERSION}: compile it again")
-    if hashlib.sha256(ll).hexdigest() != manifest.get("files", {}).get(MODULE_LL):
-        raise AccelError(f"artifact '{root}': {MODULE_LL} does not match its checksum in "
-                         f"{MANIFEST} (corrupt or edited): compile it again")
-    try:
-        signatures = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
-        entry = manifest["entry"]
-        opt_level = int(manifest["opt_level"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err!r})") from None
-    files = manifest.get("weights", {})
-    if not isinstance(files, dict):
-        raise AccelError(f"artifact '{root}': malformed {MANIFEST} (weights)")
-    arrays = weights.load_saved(root, files)
-    compiled = CompiledMLIR.from_llvm_ir(ll.decode(), signatures, opt_level, weights=arrays,
-                                         weight_specs={n: a.nbytes for n, a in arrays.items()},
-                                         object_code=_reusable_object(root, manifest))
-    options = dict(manifest.get("options", {}))
-    options["verify_numerics"] = False  # no eager model to compare with
-    module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
-        if (root / MODEL_MLIR).is_file() else None
-    return CompiledModule(None, compiled, module, entry, options)

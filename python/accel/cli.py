@@ -21,7 +21,7 @@ def version_text(tool: str) -> str:
     import llvmlite
 
     import accel
-    from accel.ir import PROVIDER, provider_version
+    from accel.versions import PROVIDER, provider_version
 
     return (f"{tool} (accel {accel.__version__})\n"
             f"  MLIR bindings: {PROVIDER} {provider_version()}\n"

@@ -45,18 +45,7 @@ from torch_mlir.ir import (
 )
 from torch_mlir.passmanager import ExternalPass, PassManager
 
-#: Name of the bindings provider, shown by `--version`.
-PROVIDER = "torch-mlir"
-
-
-def provider_version() -> str:
-    """Version of the wheel that provides the bindings."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(PROVIDER)
-    except PackageNotFoundError:
-        return "unknown"
+from accel.versions import PROVIDER, provider_version
 
 
 def translate_to_llvmir(module: Module) -> str:

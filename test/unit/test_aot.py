@@ -20,8 +20,8 @@ import accel
 import numpy as np
 import pytest
 import torch
-from accel.aot import ALIGN, AotLibrary, build_library, plan_memory
-from accel.runtime import descriptor_type
+from accel.runtime.signature import descriptor_type
+from accel.targets.cpu.aot import ALIGN, AotLibrary, build_library, plan_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from accel import cache
-from accel.backend.cpu import compile_mlir
+from accel import artifact, cache
 from accel.diagnostics import AccelError
+from accel.runtime.signature import signature_from_json, signature_to_json
+from accel.targets import cpu as cpu_target
+from accel.targets.cpu.jit import compile_mlir
 
 ADD = """\
 func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -114,7 +116,7 @@ def test_no_temporary_files_left(tmp_cache: Path) -> None:
 def test_hit_across_processes(tmp_cache: Path, tmp_path: Path) -> None:
     src = tmp_path / "add.mlir"
     src.write_text(ADD)
-    script = ("import sys; from accel.backend.cpu import compile_mlir; "
+    script = ("import sys; from accel.targets.cpu.jit import compile_mlir; "
               "m = compile_mlir(open(sys.argv[1]).read()); print('cache_hit', m.cache_hit)")
     env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_cache)}
     runs = [subprocess.run([sys.executable, "-c", script, str(src)], capture_output=True,
@@ -127,36 +129,36 @@ def test_hit_across_processes(tmp_cache: Path, tmp_path: Path) -> None:
 def test_signature_json_roundtrip() -> None:
     sigs = compile_mlir(ADD, {"cache": False}).functions
     for sig in sigs.values():
-        data = json.loads(json.dumps(cache.signature_to_json(sig)))
-        assert cache.signature_from_json(data) == sig
+        data = json.loads(json.dumps(signature_to_json(sig)))
+        assert signature_from_json(data) == sig
 
 
 def test_save_load_mlir_artifact(tmp_path: Path) -> None:
     compiled = compile_mlir(ADD)
-    out = cache.save_artifact(tmp_path / "art", compiled, entry="add",
+    out = artifact.save_executable(tmp_path / "art", compiled, entry="add",
                               options={"opt_level": 3}, model_mlir=ADD)
-    manifest = json.loads((out / cache.MANIFEST).read_text())
-    assert manifest["entry"] == "add" and manifest["format"] == cache.FORMAT_VERSION
+    manifest = json.loads((out / artifact.MANIFEST).read_text())
+    assert manifest["entry"] == "add" and manifest["format"] == artifact.FORMAT_VERSION
     assert manifest["inputs"][0] == {"type": "memref<4xf32>", "dtype": "f32", "shape": [4]}
-    assert (out / cache.MODEL_MLIR).read_text() == ADD
-    loaded = cache.load(out)
+    assert (out / artifact.MODEL_MLIR).read_text() == ADD
+    loaded = artifact.load(out)
     np.testing.assert_array_equal(loaded(X, Y), X + Y)
     with pytest.raises(AccelError, match="no public function @nope"):
-        cache.save_artifact(tmp_path / "bad", compiled, entry="nope", options={})
+        artifact.save_executable(tmp_path / "bad", compiled, entry="nope", options={})
 
 
 def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(AccelError, match="not an accel artifact folder"):
-        cache.load(tmp_path / "missing")
-    out = cache.save_artifact(tmp_path / "art", compile_mlir(ADD), entry="add", options={})
-    ll = out / cache.MODULE_LL
+        artifact.load(tmp_path / "missing")
+    out = artifact.save_executable(tmp_path / "art", compile_mlir(ADD), entry="add", options={})
+    ll = out / cpu_target.MODULE_LL
     ll.write_text(ll.read_text() + "\n; edited\n")
     with pytest.raises(AccelError, match="does not match its checksum"):
-        cache.load(out)
-    manifest = out / cache.MANIFEST
+        artifact.load(out)
+    manifest = out / artifact.MANIFEST
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": 99}))
     with pytest.raises(AccelError, match="format 99"):
-        cache.load(out)
+        artifact.load(out)
 
 
 def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
@@ -172,10 +174,11 @@ def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:
     assert accel.compile(model, (x,)).cache_hit
     fn.save(tmp_path / "mlp")
     assert {p.name for p in (tmp_path / "mlp").iterdir()} == \
-        {cache.MANIFEST, cache.MODULE_LL, cache.MODULE_O, cache.MODEL_MLIR, "weights"}
+        {artifact.MANIFEST, cpu_target.MODULE_LL, cpu_target.MODULE_O, artifact.MODEL_MLIR,
+         "weights"}
     # Weights are files of their own, not IR text: 2 weights + 2 biases.
     assert len(list((tmp_path / "mlp" / "weights").glob("*.npy"))) == 4
-    assert "dense_resource" not in (tmp_path / "mlp" / cache.MODEL_MLIR).read_text()
+    assert "dense_resource" not in (tmp_path / "mlp" / artifact.MODEL_MLIR).read_text()
     loaded = accel.load(tmp_path / "mlp")
     with torch.no_grad():
         want = model(x)
@@ -226,12 +229,13 @@ def test_artifact_object_reused_only_on_the_host_that_built_it(tmp_path: Path,
     model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
     x = torch.randn(3, 16)
     accel.compile(model, (x,)).save(tmp_path / "a")
-    manifest = json.loads((tmp_path / "a" / cache.MANIFEST).read_text())
-    assert cache._reusable_object(tmp_path / "a", manifest) == \
-        (tmp_path / "a" / cache.MODULE_O).read_bytes()
+    manifest = json.loads((tmp_path / "a" / artifact.MANIFEST).read_text())
+    files = manifest["target_files"]
+    assert cpu_target._reusable_object(tmp_path / "a", manifest, files) == \
+        (tmp_path / "a" / cpu_target.MODULE_O).read_bytes()
     manifest["versions"] = {**manifest["versions"], "cpu": "some-other-cpu"}
-    (tmp_path / "a" / cache.MANIFEST).write_text(json.dumps(manifest))
-    assert cache._reusable_object(tmp_path / "a", manifest) is None
+    (tmp_path / "a" / artifact.MANIFEST).write_text(json.dumps(manifest))
+    assert cpu_target._reusable_object(tmp_path / "a", manifest, files) is None
     with torch.no_grad():  # and the IR path still gives the right numbers
         torch.testing.assert_close(accel.load(tmp_path / "a")(x), model(x), rtol=1e-4,
                                    atol=1e-5)

@@ -1,4 +1,4 @@
-"""JIT internals of `accel.backend.cpu`: soft-float helpers and the `accel-run` value syntax."""
+"""JIT internals of `accel.targets.cpu.jit`: soft-float helpers and the `accel-run` value syntax."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from fractions import Fraction
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from accel.backend.cpu import soft_float_helpers_ir
-from accel.backend.llvmir import FORMATS, round_to_format
+from accel.llvm.normalize import FORMATS, round_to_format
+from accel.targets.cpu.abi import soft_float_helpers_ir
 from accel.tools.accel_run import format_result, format_scalar, parse_input
 
 RNG = np.random.default_rng(7)
@@ -102,7 +102,8 @@ def test_parse_input_forms() -> None:
 
 
 def test_output_reads_back_as_input() -> None:
-    from accel.runtime import DTYPES, ValueSpec
+    from accel.runtime.dtypes import DTYPES
+    from accel.runtime.signature import ValueSpec
 
     for dtype, values in [("f32", [0.1, 1e-45, -0.0, np.inf, 3.4028235e38, 16777216.0]),
                           ("f16", [0.1, 65504.0, 6e-8]), ("f64", [0.1, 1e300, 2**-1074]),
@@ -160,7 +161,7 @@ def _no_general_path(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
 
 def test_fast_path_serves_plain_tensors_and_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from accel import runtime
+    from accel.runtime import call as runtime
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
@@ -192,7 +193,7 @@ def test_fast_path_serves_plain_tensors_and_arrays(monkeypatch: pytest.MonkeyPat
 
 def test_fast_path_falls_back_for_everything_else() -> None:
     torch = pytest.importorskip("torch")
-    from accel.runtime import ArgumentDtypeError
+    from accel.runtime.call import ArgumentDtypeError
 
     fn = _compiled(lambda a, b: (a * b + 1.0, a - b), torch.randn(4, 6), torch.randn(4, 6))
     a, b = torch.randn(4, 6), torch.randn(4, 6)

@@ -1,4 +1,4 @@
-"""`accel.backend.llvmir.normalize_llvm_ir`: newer LLVM float syntax -> what llvmlite reads.
+"""`accel.llvm.normalize.normalize_llvm_ir`: newer LLVM float syntax -> what llvmlite reads.
 
 Every rewrite is checked twice: as text (the exact LLVM 22 spelling) and by value (the
 normalised IR parses in llvmlite, is JIT-ed, and the constant's bits in memory are right).
@@ -13,7 +13,7 @@ from fractions import Fraction
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from accel.backend.llvmir import FORMATS, literal_bits, normalize_llvm_ir, round_to_format
+from accel.llvm.normalize import FORMATS, literal_bits, normalize_llvm_ir, round_to_format
 
 
 def _bits32(x: float) -> int:

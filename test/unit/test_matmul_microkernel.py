@@ -1,7 +1,8 @@
 """`accel-matmul-microkernel`: packed GEMM kernels against numpy and eager PyTorch.
 
 The pass is put into the CPU pipeline right after One-Shot Bufferize (where
-docs/cpu-codegen.md says it goes) by patching `accel.backend.cpu.BUFFERIZE`; each case checks
+docs/cpu-codegen.md says it goes) by patching `accel.targets.cpu.pipelines.BUFFERIZE`; each case
+checks
 that it fired (a `call @accel_gemm_...` after bufferization) and compares with float64 numpy
 at rtol=1e-4. Shapes cover exact multiples of the tiles, every kind of remainder (M, N, K
 not multiples of MR, NR, KC, MC, NC; small cache tiles force several blocks), transposed
@@ -17,13 +18,13 @@ import accel
 import numpy as np
 import pytest
 from accel import phases
-from accel.backend import cpu
 from accel.diagnostics import AccelError
 from accel.ir import Module
 from accel.passes import lookup_pass
 from accel.passes._gemm_kernel import Tiles
 from accel.passes.matmul_microkernel import choose_tiles, host_tiles
 from accel.pipeline import run_pipeline
+from accel.targets.cpu import pipelines as cpu
 
 RTOL, ATOL = 1e-4, 1e-5
 PASS = "accel-matmul-microkernel"
@@ -160,11 +161,11 @@ def test_bad_options(ctx):
         run_pipeline(Module.parse("module {}"), f"builtin.module({PASS}{{vector-width=3}})")
 
 
-# -- multi-threaded kernels (accel_parallel_for, python/accel/backend/parallel.py) ----------
+# -- multi-threaded kernels (accel_parallel_for, python/accel/targets/cpu/parallel.py) ----------
 @pytest.fixture
 def threads():
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.backend import parallel
+    from accel.targets.cpu import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

@@ -1,4 +1,4 @@
-"""`accel_parallel_for` (python/accel/backend/parallel.py): the fork-join runtime on its own.
+"""`accel_parallel_for` (python/accel/targets/cpu/parallel.py): the fork-join runtime on its own.
 
 A body that atomically counts each index it is given and the calls made checks that every
 index of [0, n) runs exactly once, in min(threads, n) chunks, for thread counts below,
@@ -14,7 +14,9 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from accel.backend import cpu, parallel
+from accel.llvm import engine as llvmx
+from accel.targets.cpu import jit as cpu
+from accel.targets.cpu import parallel
 
 _BODY = """\
 declare void @accel_parallel_for(ptr, ptr, i64)
@@ -45,11 +47,11 @@ define void @run(ptr %ctx, i64 %n) {
 
 def _compile(aot: bool):
     """(engine, run(n) -> (calls, counts)) for the body above linked with the runtime."""
-    cpu._init_llvm()
-    mod = cpu._parse_llvm(_BODY, "test body")
-    mod.link_in(cpu._parse_llvm(parallel.parallel_runtime_ir(aot=aot), "parallel runtime"))
+    llvmx.init_native()
+    mod = llvmx.parse(_BODY, "test body")
+    mod.link_in(llvmx.parse(parallel.parallel_runtime_ir(aot=aot), "parallel runtime"))
     cpu._resolve_externals(mod)
-    tm = cpu._target_machine(2)
+    tm = llvmx.target_machine(2)
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
     engine = llvm.create_mcjit_compiler(mod, tm)
@@ -147,7 +149,7 @@ def test_aot_library_with_parallel_kernel(tmp_path, monkeypatch, user_memory):
     accel_parallel_for; serial with user_memory, whose pool serves one thread)."""
     import subprocess
 
-    from accel.aot import build_library
+    from accel.targets.cpu.aot import build_library
 
     monkeypatch.setenv("ACCEL_NUM_THREADS", "3")
     lib = build_library(_MATMUL, "pmm", tmp_path, user_memory=user_memory)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from accel import phases
-from accel.backend import cpu
+from accel.targets.cpu import pipelines as cpu
 
 PASS = "accel-parallelize-loops"
 
@@ -19,7 +19,7 @@ PASS = "accel-parallelize-loops"
 @pytest.fixture
 def threads() -> Iterator[Callable[[int], None]]:
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.backend import parallel
+    from accel.targets.cpu import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

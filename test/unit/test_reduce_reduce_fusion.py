@@ -192,7 +192,7 @@ def test_model_zoo_transformers(name: str) -> None:
 @pytest.fixture
 def threads():
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.backend import parallel
+    from accel.targets.cpu import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

@@ -154,11 +154,13 @@ def test_unknown_option() -> None:
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("opt_level", "3", r"option 'opt_level' must be int, got str"),
-    ("opt_level", True, r"option 'opt_level' must be int, got bool"),
+    ("opt_level", "3", r"option 'opt_level' must be an int from 0 to 3, got str '3'"),
+    ("opt_level", True, r"option 'opt_level' must be an int from 0 to 3, got bool"),
     ("opt_level", 7, r"option 'opt_level' must be an int from 0 to 3, got 7"),
-    ("verify_numerics", 1, r"option 'verify_numerics' must be bool, got int"),
-    ("target", "gpu", r"option 'target' must be one of cpu, rdu, mncore"),
+    ("verify_numerics", 1, r"option 'verify_numerics' must be a bool, got int"),
+    ("target", "gpu", r"option 'target' must be one of cpu, mncore, nvgpu, rdu, got 'gpu'"),
+    ("device", "sm_90", r"option 'device' must be one of host, generic, x86-64"),
+    ("preset", "o2", r"target cpu has no preset 'o2' \(choose from o0, o1, o3\)"),
     ("num_threads", 0, r"option 'num_threads' must be None or an int >= 1"),
 ])
 def test_bad_option_values(key, value, message) -> None:
@@ -167,12 +169,24 @@ def test_bad_option_values(key, value, message) -> None:
 
 
 @pytest.mark.parametrize(("key", "value"), [
-    ("target", "rdu"), ("target", "mncore"), ("float_dtype", "bfloat16"),
-    ("mm_conv_precision_mode", "tf32"),
+    ("float_dtype", "half"), ("mm_conv_precision_mode", "tf32"),
 ])
 def test_options_not_supported_yet(key, value) -> None:
     with pytest.raises(NotImplementedError, match=rf"option '{key}' is not supported yet"):
         accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
+
+
+@pytest.mark.parametrize("target", ["rdu", "mncore", "nvgpu"])
+def test_planned_targets_are_a_clean_error(target) -> None:
+    with pytest.raises(NotImplementedError, match=rf"target '{target}' is not implemented yet"):
+        accel.compile(MLP(), (torch.randn(1, 64),), options={"target": target})
+
+
+def test_target_options_belong_to_their_target() -> None:
+    with pytest.raises(ValueError, match="option 'disable_affine_fusion' applies to target "
+                                         "cpu, not rdu"):
+        accel.compile(MLP(), (torch.randn(1, 64),),
+                      options={"target": "rdu", "disable_affine_fusion": True})
 
 
 def test_options_table_defaults_are_accepted(mlp) -> None:
@@ -293,7 +307,7 @@ def test_unsupported_in_place_update_is_a_clear_error() -> None:
 
 
 def test_num_threads_option_sets_the_process_thread_count() -> None:
-    from accel.backend import parallel
+    from accel.targets.cpu import parallel
 
     before = parallel.num_threads()
     try:

@@ -90,7 +90,7 @@ func.func @f(%x: memref<?xf32>) -> f32 {
 
 def _without_pass() -> dict[str, bool]:
     """compile_mlir options that keep the pass out, where its default pipeline runs it."""
-    from accel.backend.cpu import DEFAULT_OPTIONS
+    from accel.options import OPTIONS as DEFAULT_OPTIONS
 
     flag = "disable_unsafe_math_canonicalizations"
     return {flag: True} if flag in DEFAULT_OPTIONS else {}

@@ -1,4 +1,4 @@
-"""Vector math (`accel.backend.vecmath`): libm calls the vectorisers widen into libmvec calls.
+"""Vector math (`accel.targets.cpu.vecmath`): libm calls the vectorisers widen into libmvec calls.
 
 The rewrite itself is checked on IR text; what LLVM makes of it on the host assembly (calls
 to `_ZGV...` symbols instead of a scalar call per element); the numerics against torch eager
@@ -13,12 +13,13 @@ import shutil
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from accel.backend import vecmath
+from accel.targets.cpu import vecmath
 
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-from accel.backend.cpu import _init_llvm, host_assembly  # noqa: E402
+from accel.llvm.engine import init_native as _init_llvm  # noqa: E402
+from accel.targets.cpu.jit import host_assembly  # noqa: E402
 
 needs_libmvec = pytest.mark.skipif(not vecmath.available(), reason="no libmvec (glibc x86-64)")
 
@@ -181,7 +182,7 @@ def test_numerics_match_eager(name: str, dtype: torch.dtype) -> None:
 def test_aot_library_links_libmvec(tmp_path) -> None:  # noqa: ANN001
     import subprocess
 
-    from accel.aot import build_library
+    from accel.targets.cpu.aot import build_library
 
     x = torch.randn(1024)
     lib = build_library(accel.compile(Gelu(), (x,), options={"cache": False}), "gelu",

@@ -35,12 +35,14 @@
 // JSON-NEXT: "inference": false,
 // JSON-NEXT: "options": {
 // JSON-NEXT:   "target": "cpu",
+// JSON-NEXT:   "preset": "o1",
 // JSON-NEXT:   "opt_level": 1,
-// JSON-NEXT:   "cache": false,
+// JSON-NEXT:   "device": "host",
+// JSON:        "cache": false,
 // JSON-NEXT:   "disable_affine_fusion": false,
 
 // LOG: versions: accel {{.*}} llvmlite
-// LOG: options: target="cpu" opt_level=1 cache=false
+// LOG: options: target="cpu" preset="o1" opt_level=1 device="host" {{.*}} cache=false
 // LOG: phase fuse {{[0-9.]+}}s -> ir/01-fuse.mlir
 // LOG: phase bufferize {{[0-9.]+}}s -> ir/02-bufferize.mlir
 // LOG: phase llvm-dialect {{[0-9.]+}}s -> ir/03-llvm-dialect.mlir

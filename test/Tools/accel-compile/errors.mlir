@@ -12,7 +12,7 @@
 // DASHO: accel-compile: error: -o DIR is not an option: use --output-folder DIR (-o0, -o1 and -o3 set the optimisation level)
 // DASHO-NOT: Traceback
 // O2: accel-compile: error: no optimisation level -o2: use -o0, -o1, -o3 or --opt-level N (0-3)
-// TARGET: accel-compile: error: option 'target' is not supported yet with value 'rdu' (supported: the default, 'cpu')
+// TARGET: accel-compile: error: target 'rdu' is not implemented yet (a SambaNova-style RDU, emulated on the host); use target 'cpu'
 // BATCH: accel-compile: error: -b/--batch-size applies to .py models only (an .mlir file has fixed shapes)
 // ENTRY: errors.mlir: error: no public function @nope; available: @f
 // NOJSON: accel-compile: error: no such file: '{{.*}}missing.json'

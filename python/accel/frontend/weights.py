@@ -11,8 +11,9 @@ keeps the bytes out of the IR instead:
    left after lowering by a read of an external `memref.global @accel_w<N>`: the module's
    text now holds shapes and names only (and is what the compile cache hashes, so a model
    with new weight values reuses the compiled code).
-3. At JIT time `accel.backend.cpu` binds each external global to its array's address
-   (`bind`); artifacts store the arrays next to the code (`save` / `load_saved`).
+3. At JIT time the CPU target binds each external global to its array's address
+   (`accel.runtime.weights.check_bindings` first); artifacts store the arrays next to the
+   code (`accel.artifact`).
 
 Weights a torch-mlir pass folded into new constants (and 1-element literals, which the
 importer keeps as splats) stay inline in the IR: they are small.
@@ -22,38 +23,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from accel.diagnostics import AccelError
 from accel.ir import InsertionPoint, Module, Operation, dialects, fx_importer_module, ir
+from accel.runtime.weights import as_array
 
 PREFIX = "accel_w"
 _RESOURCE = re.compile(r"dense_resource<(" + PREFIX + r"\d+)>")
-
-
-def numpy_view(tensor: Any) -> np.ndarray:
-    """A CPU tensor's memory as a numpy array, no copy; bf16 (which numpy lacks) as its uint16
-    bit patterns, the form the accel runtime takes."""
-    import torch
-
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.uint16).numpy()
-    return tensor.numpy()
-
-
-def _as_array(tensor: Any) -> np.ndarray | None:
-    """The tensor's memory as a C-contiguous numpy array (bf16 as its uint16 bits)."""
-
-    try:
-        t = tensor.detach()
-        if t.device.type != "cpu" or t.is_complex() or t.is_quantized:
-            return None
-        return numpy_view(t.contiguous())
-    except (RuntimeError, TypeError):  # fake or otherwise storage-less tensors
-        return None
 
 
 def make_hooks(weights: dict[str, np.ndarray], always: frozenset[int] = frozenset()) -> Any:
@@ -78,7 +57,7 @@ def make_hooks(weights: dict[str, np.ndarray], always: frozenset[int] = frozense
             key = (literal.data_ptr(), str(literal.dtype), tuple(literal.shape))
             attr = self.by_tensor.get(key)
             if attr is None:
-                array = _as_array(literal)
+                array = as_array(literal)
                 if array is None:
                     return None
                 try:
@@ -136,40 +115,3 @@ def externalize(module: Module, weights: Mapping[str, np.ndarray]) -> dict[str, 
         const.results[0].replace_all_uses_with(tensor.result)
         const.erase()
     return used
-
-
-def check_bindings(specs: Mapping[str, int], weights: Mapping[str, np.ndarray],
-                   what: str) -> None:
-    """Every external weight the code needs (name -> byte size) has a matching array."""
-    for name, nbytes in specs.items():
-        array = weights.get(name)
-        if array is None:
-            raise AccelError(f"{what} needs weight '{name}' ({nbytes} bytes), which was not "
-                             "given")
-        if array.nbytes != nbytes or not array.flags.c_contiguous:
-            raise AccelError(f"{what}: weight '{name}' must be a C-contiguous array of "
-                             f"{nbytes} bytes, got {array.nbytes} bytes")
-
-
-def save(folder: Path, weights: Mapping[str, np.ndarray]) -> dict[str, str]:
-    """Write each weight as `weights/<name>.npy`; returns {name: relative path}."""
-    out = folder / "weights"
-    out.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for name, array in weights.items():
-        path = out / f"{name}.npy"
-        np.save(path, array, allow_pickle=False)
-        files[name] = str(path.relative_to(folder))
-    return files
-
-
-def load_saved(folder: Path, files: Mapping[str, str]) -> dict[str, np.ndarray]:
-    """Memory-map the weights `save` wrote (read-only: the code never writes them)."""
-    loaded = {}
-    for name, rel in files.items():
-        try:
-            loaded[name] = np.load(folder / rel, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise AccelError(f"artifact '{folder}': weight file {rel} is unreadable: "
-                             f"{err}") from None
-    return loaded

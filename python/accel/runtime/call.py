@@ -1,7 +1,7 @@
 """Calling compiled code from Python: dtypes, memref descriptors, argument packing, ownership.
 
 Calling convention. Every public function is reached through a generated `void
-_accel_call_<n>(ptr %slots)` trampoline (see `accel.backend.cpu`), which loads the arguments
+_accel_call_<n>(ptr %slots)` trampoline (see `accel.targets.cpu.jit`), which loads the arguments
 from `slots` and calls MLIR's C interface `_mlir_ciface_<name>`:
 
     slot i (memref arg)   address of a ranked memref descriptor
@@ -31,215 +31,29 @@ from __future__ import annotations
 
 import ctypes
 import math
-import struct
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from accel.runtime.dtypes import (
+    DType,
+    bf16_bits_to_float32,
+    float32_to_bf16_bits,
+    python_float_to_bf16_bits,
+)
+from accel.runtime.signature import (
+    Signature,
+    ValueSpec,
+    descriptor_type,
+    result_storage_type,
+)
+from accel.runtime.symbols import _ASSERTS, RuntimeAssertionError, _free
+
 #: The allocated pointer `memref.get_global` puts in descriptors of constant globals.
 DEAD_BEEF = 0xDEADBEEF
-
-_LIBC = ctypes.CDLL(None)
-_free = _LIBC.free
-_free.argtypes = [ctypes.c_void_p]
-_free.restype = None
-
-
-# -- dtypes ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DType:
-    """How one MLIR scalar type is stored, passed and shown to numpy."""
-
-    mlir: str
-    numpy: np.dtype  # storage dtype in memory (uint16 for bf16)
-    ctype: type  # ctypes type of one element
-    llvm: str  # LLVM IR type of a scalar argument/result
-
-    @property
-    def is_bf16(self) -> bool:
-        return self.mlir == "bf16"
-
-    @property
-    def user_dtype(self) -> np.dtype:
-        """The dtype users pass and get back (float32 for bf16)."""
-        return np.dtype(np.float32) if self.is_bf16 else self.numpy
-
-    @property
-    def is_int(self) -> bool:
-        return self.numpy.kind in "iu" and not self.is_bf16
-
-    @property
-    def is_complex(self) -> bool:
-        return self.numpy.kind == "c"
-
-
-def _dtypes() -> dict[str, DType]:
-    table = {
-        "f16": DType("f16", np.dtype(np.float16), ctypes.c_uint16, "half"),
-        "bf16": DType("bf16", np.dtype(np.uint16), ctypes.c_uint16, "bfloat"),
-        "f32": DType("f32", np.dtype(np.float32), ctypes.c_float, "float"),
-        "f64": DType("f64", np.dtype(np.float64), ctypes.c_double, "double"),
-        "i1": DType("i1", np.dtype(np.bool_), ctypes.c_bool, "i1"),
-        "index": DType("index", np.dtype(np.int64), ctypes.c_int64, "i64"),
-        # An {re, im} pair: ctypes arrays share the LLVM struct's layout and alignment.
-        "complex<f32>": DType("complex<f32>", np.dtype(np.complex64), ctypes.c_float * 2,
-                              "{ float, float }"),
-        "complex<f64>": DType("complex<f64>", np.dtype(np.complex128), ctypes.c_double * 2,
-                              "{ double, double }"),
-    }
-    for bits in (8, 16, 32, 64):
-        signed = np.dtype(f"int{bits}")
-        unsigned = np.dtype(f"uint{bits}")
-        sc = getattr(ctypes, f"c_int{bits}")
-        uc = getattr(ctypes, f"c_uint{bits}")
-        table[f"i{bits}"] = DType(f"i{bits}", signed, sc, f"i{bits}")
-        table[f"si{bits}"] = DType(f"si{bits}", signed, sc, f"i{bits}")
-        table[f"ui{bits}"] = DType(f"ui{bits}", unsigned, uc, f"i{bits}")
-    return table
-
-
-DTYPES: dict[str, DType] = _dtypes()
-
-
-# -- bf16 -----------------------------------------------------------------------------------
-def float32_to_bf16_bits(a: np.ndarray) -> np.ndarray:
-    """Round float32 values to bf16 (nearest, ties to even); NaNs become quiet NaNs."""
-    bits = np.asarray(a, dtype=np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    quiet = (bits >> np.uint32(16)) | np.uint32(0x0040)
-    return np.where(nan, quiet, rounded).astype(np.uint16)
-
-
-def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-    """Widen bf16 bit patterns to float32 (exact)."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
-
-
-def python_float_to_bf16_bits(value: float) -> int:
-    """Round a Python float (a double) to bf16 bits directly, with no float32 step."""
-    from accel.backend.llvmir import FORMATS, round_to_format
-
-    if value != value:  # NaN
-        return 0xFFC0 if struct.pack("<d", value)[7] & 0x80 else 0x7FC0
-    if value in (float("inf"), float("-inf")):
-        return 0xFF80 if value < 0 else 0x7F80
-    return round_to_format(Fraction(value), FORMATS["bfloat"],
-                           negative=struct.pack("<d", value)[7] & 0x80 != 0)
-
-
-# -- signatures -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ValueSpec:
-    """One argument or result: a ranked memref, a scalar, or (LLVM-dialect input) a pointer.
-
-    `shape` entries are None for dynamic sizes. `strides`/`offset` are the layout's static
-    values (None: dynamic) when the layout is not the identity; `identity` says whether it is.
-    """
-
-    kind: str  # "memref" | "scalar" | "pointer"
-    dtype: DType | None
-    type_str: str
-    shape: tuple[int | None, ...] = ()
-    identity: bool = True
-    strides: tuple[int | None, ...] = ()
-    offset: int | None = 0
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    def describe(self) -> str:
-        """`memref<4x?xf32> (a float32 array of shape (4, *))` style text for errors."""
-        if self.kind == "pointer":
-            return f"{self.type_str} (a numpy array, passed by data pointer)"
-        assert self.dtype is not None
-        if self.kind == "scalar":
-            return f"{self.type_str} ({_scalar_words(self.dtype)})"
-        user = _dtype_words(self.dtype)
-        dims = ", ".join("*" if d is None else str(d) for d in self.shape)
-        dims += "," if self.rank == 1 else ""
-        return f"{self.type_str} (a {user} array of shape ({dims}))"
-
-
-def _scalar_words(dt: DType) -> str:
-    if dt.mlir == "i1":
-        return "a bool"
-    if dt.is_int:
-        return "an int"
-    if dt.is_complex:
-        return "a complex"
-    return "a float" + (", rounded to bf16" if dt.is_bf16 else "")
-
-
-def _dtype_words(dt: DType) -> str:
-    if dt.is_bf16:
-        return "float32 (rounded to bf16) or uint16 (bf16 bits)"
-    return str(dt.numpy)
-
-
-@dataclass(frozen=True)
-class Signature:
-    """A callable function: its symbol, argument and result specs, and how results return."""
-
-    name: str
-    args: tuple[ValueSpec, ...]
-    results: tuple[ValueSpec, ...]
-    #: The C symbol the trampoline calls (`_mlir_ciface_<name>`, or `<name>` for llvm.func).
-    callee: str
-    #: True when results come back through a pointer passed first (memref or >1 results).
-    results_by_pointer: bool
-    #: Why the function cannot be called from Python, if it cannot.
-    unsupported: str | None = None
-
-    def __str__(self) -> str:
-        args = ", ".join(a.type_str for a in self.args)
-        res = ", ".join(r.type_str for r in self.results)
-        return f"@{self.name}({args}) -> ({res})"
-
-    def callee_llvm_types(self) -> tuple[str, list[str]]:
-        """(return type, parameter types) of the callee in LLVM IR."""
-        params = ["ptr"] if self.results_by_pointer else []
-        params += ["ptr" if a.kind != "scalar" else a.dtype.llvm for a in self.args]  # type: ignore[union-attr]
-        if self.results_by_pointer or not self.results:
-            return "void", params
-        return self.results[0].dtype.llvm, params  # type: ignore[union-attr]
-
-
-# -- memref descriptors ---------------------------------------------------------------------
-@cache
-def descriptor_type(rank: int) -> type[ctypes.Structure]:
-    """ctypes struct of a ranked memref descriptor (the C layout of the LLVM struct)."""
-    fields: list[tuple[str, Any]] = [
-        ("allocated", ctypes.c_void_p),
-        ("aligned", ctypes.c_void_p),
-        ("offset", ctypes.c_int64),
-    ]
-    if rank:
-        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-    return type(f"MemRefDescriptor{rank}D", (ctypes.Structure,), {"_fields_": fields})
-
-
-def result_storage_type(sig: Signature) -> type | None:
-    """ctypes type the callee writes results into (None: no results)."""
-    if not sig.results:
-        return None
-    fields = [(f"r{i}", _result_ctype(r)) for i, r in enumerate(sig.results)]
-    if len(fields) == 1:
-        return fields[0][1]
-    return type(f"Results_{len(fields)}", (ctypes.Structure,), {"_fields_": fields})
-
-
-def _result_ctype(spec: ValueSpec) -> type:
-    if spec.kind == "memref":
-        return descriptor_type(spec.rank)
-    assert spec.dtype is not None
-    return spec.dtype.ctype
 
 
 # -- owning numpy views of heap buffers -----------------------------------------------------
@@ -752,87 +566,7 @@ class CompiledFunction:
                      for i, unpack in enumerate(self._unpackers))
 
 
-def process_symbol(name: str) -> int:
-    """Address of a C symbol visible in this process (dlsym(RTLD_DEFAULT)), 0 if none."""
-    try:
-        return ctypes.cast(getattr(_LIBC, name), ctypes.c_void_p).value or 0
-    except AttributeError:
-        return 0
-
-
-def fallback_symbol(name: str) -> int:
-    """accel's own implementation of a runtime-library symbol compiled code may call, or 0."""
-    if name == "memrefCopy":
-        return ctypes.cast(_MEMREF_COPY, ctypes.c_void_p).value or 0
-    if name == ASSERT_FAIL_SYMBOL:
-        return ctypes.cast(_ASSERT_FAIL, ctypes.c_void_p).value or 0
-    return 0
-
-
-class _UnrankedMemRef(ctypes.Structure):
-    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
-
-
-def _strided_bytes(unranked: _UnrankedMemRef, elem_size: int) -> np.ndarray:
-    """A numpy view (bytes as void items) of the memory an unranked descriptor describes."""
-    rank = unranked.rank
-    desc = descriptor_type(rank).from_address(unranked.descriptor)
-    shape = tuple(desc.sizes) if rank else ()
-    strides = tuple(s * elem_size for s in desc.strides) if rank else ()
-    data = (desc.aligned or 0) + desc.offset * elem_size
-    view = _HeapView(None, data, shape, strides, f"|V{elem_size}")  # type: ignore[arg-type]
-    return np.asarray(view)
-
-
-def _memref_copy(elem_size: int, src: Any, dst: Any) -> None:
-    """MLIR C runner's `memrefCopy` for copies between non-contiguous layouts."""
-    source = _strided_bytes(src.contents, elem_size)
-    target = _strided_bytes(dst.contents, elem_size)
-    np.copyto(target, source)
-
-
-_MEMREF_COPY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(_UnrankedMemRef),
-                                ctypes.POINTER(_UnrankedMemRef))(_memref_copy)
-
-
-def libc_free_address() -> int:
-    """Address of the `free` the finalizers call (tests compare it with the JIT's)."""
-    return ctypes.cast(_free, ctypes.c_void_p).value or 0
-
-
-__all__ = [
-    "DTYPES",
-    "CompiledFunction",
-    "DType",
-    "HeapAllocation",
-    "Signature",
-    "ValueSpec",
-    "bf16_bits_to_float32",
-    "descriptor_type",
-    "float32_to_bf16_bits",
-    "libc_free_address",
-]
-
-
 class ArgumentDtypeError(TypeError, ValueError):
     """An argument of the wrong dtype: a TypeError, and a ValueError like wrong shapes."""
 
 
-# -- runtime assertions ---------------------------------------------------------------------
-#: Called by compiled code for a failed `cf.assert` (see `accel-assert-to-error-return`).
-ASSERT_FAIL_SYMBOL = "__accel_assert_fail"
-
-
-class RuntimeAssertionError(RuntimeError):
-    """A `cf.assert` in compiled code failed (e.g. torch-mlir's checks on input values)."""
-
-
-#: The message of the failed assert of the current call, per thread (calls may run
-#: concurrently: ctypes releases the GIL around them).
-_ASSERTS = threading.local()
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_char_p)
-def _ASSERT_FAIL(message: bytes | None) -> None:  # noqa: N802 - a C symbol's stand-in
-    if getattr(_ASSERTS, "failed", None) is None:  # the first failure is the one to report
-        _ASSERTS.failed = (message or b"").decode(errors="replace")

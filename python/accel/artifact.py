@@ -1,0 +1,207 @@
+"""Artifact folders: what `CompiledModule.save(folder)` writes and `accel.load(folder)` reads.
+
+    folder/
+      manifest.json      format, versions, target, entry, options, signatures, inputs and
+                         outputs, the target's files and every weight file with checksums
+      model.mlir         the imported linalg-on-tensors module (when known)
+      weights/<n>.npy    one array per external weight (read back memory-mapped)
+      ...                the target's own files (cpu: module.ll, module.o)
+
+The format is documented in docs/cache.md. Loading validates everything it reads (the
+manifest's fields, each file's checksum, each weight's dtype, shape and size against the
+manifest) before the target links any code: a damaged folder is an `AccelError`, never a
+crash. An artifact's machine code runs in the loading process: a folder is as trusted as a
+shared library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel.cache import atomic_write, environment
+from accel.diagnostics import AccelError
+from accel.runtime.signature import ValueSpec, signature_from_json, signature_to_json
+
+#: Bump when the folder layout changes: older folders then get a clear error.
+FORMAT_VERSION = 2
+MANIFEST = "manifest.json"
+MODEL_MLIR = "model.mlir"
+WEIGHTS = "weights"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def save(folder: str | os.PathLike[str], compiled: Any) -> Path:
+    """Write `compiled` (a `CompiledModule`) as an artifact folder; returns its Path."""
+    return save_executable(folder, compiled.compiled, entry=compiled.func_name,
+                           options=compiled.options, model_mlir=compiled.module_text())
+
+
+def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
+                    options: Mapping[str, Any], model_mlir: str | None = None) -> Path:
+    """Write a target's executable (e.g. a `compile_mlir` result) as an artifact folder
+    callable through `entry`; returns its Path."""
+    from accel import targets
+
+    if entry not in executable.functions:
+        raise AccelError(f"no public function @{entry} to save; available: "
+                         f"{', '.join('@' + n for n in executable.functions) or 'none'}")
+    options = dict(options)
+    target = targets.get(options.get("target", "cpu"))
+    out = Path(folder)
+    sig = executable.functions[entry]
+    manifest: dict[str, Any] = {
+        "format": FORMAT_VERSION,
+        "versions": environment(),
+        "target": target.name,
+        "entry": entry,
+        "options": {k: v for k, v in options.items() if _is_json_scalar(v)},
+        "signatures": [signature_to_json(s) for s in executable.functions.values()],
+        "inputs": [_io_spec(a) for a in sig.args],
+        "outputs": [_io_spec(r) for r in sig.results],
+    }
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        manifest["weights"] = save_weights(out, executable.weights)
+        manifest["target_files"] = target.save(executable, out)
+        if model_mlir is not None:
+            atomic_write(out / MODEL_MLIR, model_mlir.encode())
+        atomic_write(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    return out
+
+
+def load(folder: str | os.PathLike[str]) -> Any:
+    """Reload an artifact folder without compiling MLIR: a `CompiledModule` (no eager model).
+
+    Raises `AccelError` when the folder is missing, from another format, or damaged.
+    """
+    from accel import targets
+    from accel.compiled_module import CompiledModule
+
+    root = Path(folder)
+    manifest = read_manifest(root)
+    try:
+        signatures = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
+        entry = manifest["entry"]
+        if entry not in signatures:
+            raise ValueError(f"entry @{entry} has no signature")
+        options = dict(manifest.get("options", {}))
+        target = targets.get(manifest.get("target", "cpu"))
+    except (KeyError, TypeError, ValueError) as err:
+        raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
+    arrays = load_weights(root, manifest.get("weights", {}))
+    executable = target.load(root, manifest, arrays)
+    options["verify_numerics"] = False  # no eager model to compare with
+    module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
+        if (root / MODEL_MLIR).is_file() else None
+    loaded = CompiledModule(None, executable, None, entry, options)
+    loaded.set_module_text(module)
+    return loaded
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """The folder's manifest, checked for format; `AccelError` otherwise."""
+    try:
+        manifest = json.loads(read_regular(root / MANIFEST, 64 << 20).decode("utf-8"))
+    except FileNotFoundError as err:
+        raise AccelError(f"'{root}' is not an accel artifact folder: {err.filename} is "
+                         "missing") from None
+    except (OSError, ValueError) as err:
+        raise AccelError(f"could not read artifact folder '{root}': {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        got = manifest.get("format") if isinstance(manifest, dict) else None
+        raise AccelError(f"artifact '{root}' has format {got!r}; this accel reads format "
+                         f"{FORMAT_VERSION}: compile it again")
+    return manifest
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes (FIFOs and devices refused: they could block forever)."""
+    import stat
+
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"'{path}' is not a regular file")
+    if info.st_size > limit:
+        raise OSError(f"'{path}' is larger than {limit} bytes")
+    return path.read_bytes()
+
+
+def checked_file(root: Path, name: str, files: Mapping[str, Any], limit: int = 1 << 34
+                 ) -> bytes:
+    """`root/name` whose SHA-256 matches `files[name]`; `AccelError` otherwise."""
+    want = files.get(name) if isinstance(files, Mapping) else None
+    if not isinstance(want, str):
+        raise AccelError(f"artifact '{root}': {MANIFEST} has no checksum for {name}")
+    try:
+        data = read_regular(root / name, limit)
+    except OSError as err:
+        raise AccelError(f"artifact '{root}': cannot read {name}: {err}") from None
+    if sha256(data) != want:
+        raise AccelError(f"artifact '{root}': {name} does not match its checksum in "
+                         f"{MANIFEST} (corrupt or edited): compile it again")
+    return data
+
+
+# -- weights --------------------------------------------------------------------------------
+def save_weights(folder: Path, weights: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Write each weight as `weights/<name>.npy`; returns {name: {file, dtype, shape,
+    sha256}} for the manifest."""
+    out = folder / WEIGHTS
+    out.mkdir(parents=True, exist_ok=True)
+    entries = {}
+    for name, array in weights.items():
+        path = out / f"{name}.npy"
+        np.save(path, array, allow_pickle=False)
+        entries[name] = {"file": str(path.relative_to(folder)), "dtype": array.dtype.str,
+                         "shape": list(array.shape), "sha256": sha256(path.read_bytes())}
+    return entries
+
+
+def load_weights(folder: Path, entries: Any) -> dict[str, np.ndarray]:
+    """Memory-map the weights `save_weights` wrote, each checked against the manifest
+    (file checksum, dtype, shape): a wrong-sized weight would be read out of bounds."""
+    if not isinstance(entries, Mapping):
+        raise AccelError(f"artifact '{folder}': malformed {MANIFEST} (weights)")
+    loaded = {}
+    for name, entry in entries.items():
+        if not isinstance(entry, Mapping) or not all(
+                isinstance(entry.get(k), t) for k, t in
+                (("file", str), ("dtype", str), ("shape", list), ("sha256", str))):
+            raise AccelError(f"artifact '{folder}': malformed {MANIFEST} (weight {name!r})")
+        rel = entry["file"]
+        path = (folder / rel).resolve()
+        if folder.resolve() not in path.parents:
+            raise AccelError(f"artifact '{folder}': weight file {rel} is outside the folder")
+        try:
+            checked_file(folder, rel, {rel: entry["sha256"]})
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (AccelError, OSError, ValueError) as err:
+            raise AccelError(f"artifact '{folder}': weight file {rel} is unreadable: "
+                             f"{err}") from None
+        if array.dtype.str != entry["dtype"] or list(array.shape) != entry["shape"]:
+            raise AccelError(f"artifact '{folder}': weight file {rel} holds "
+                             f"{array.dtype.str}{list(array.shape)}, the manifest says "
+                             f"{entry['dtype']}{entry['shape']}")
+        loaded[name] = array
+    return loaded
+
+
+def _is_json_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, bool | int | float | str)
+
+
+def _io_spec(spec: ValueSpec) -> dict[str, Any]:
+    dtype = spec.dtype.mlir if spec.dtype else None
+    return {"type": spec.type_str, "dtype": dtype, "shape": list(spec.shape)}

@@ -1,0 +1,88 @@
+"""The front compile cache: a model -> compiled code, skipping the import.
+
+`FrontCache.reuse` is `accel.frontend.import_program`'s hook: right after `torch.export` it
+fingerprints the exported program (`accel.frontend.fingerprint`), looks the fingerprint up
+in the cache and, on a hit, has the target link the stored code with the model's weights,
+skipping decompositions, the FX import, torch-mlir's pipelines and the MLIR-level key.
+After a miss and a successful compile, `store` records the program. See docs/cache.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel import cache
+from accel.diagnostics import AccelError
+from accel.frontend.fingerprint import program_fingerprint
+from accel.frontend.program import (
+    ImportedProgram,
+    Mutation,
+    check_mutations,
+    weight_arrays,
+)
+from accel.options import code_options
+
+
+class FrontCache:
+    """The front compile cache of one compile: `reuse` is `import_program`'s hook; after a
+    miss and a successful compile, `store` records the program under the key `reuse`
+    computed."""
+
+    def __init__(self, target: Any, func_name: str, options: dict[str, Any]):
+        self.target = target
+        self.func_name = func_name
+        self.options = dict(options)
+        self.code_options = {"target": target.name, **code_options(options)}
+        self.key: str | None = None
+
+    def early(self, model: Any, inputs: tuple[Any, ...], dynamic_shapes: Any
+              ) -> ImportedProgram | None:
+        """A hit found before exporting (a cheap key of the model), or None."""
+        return None
+
+    def reuse(self, module: Any, exported: Any) -> ImportedProgram | None:
+        fingerprint = program_fingerprint(exported, self.func_name)
+        if fingerprint is None:
+            return None
+        self.key = cache.front_key(fingerprint, self.code_options)
+        try:
+            found = self._lookup(module, exported, self.key)
+        except Exception as err:  # noqa: BLE001 - never worse than no cache: the full path runs
+            cache.log.warning("accel cache: front entry %s not used: %s", self.key, err)
+            found = None
+        cache.STATS["front_hit" if found is not None else "front_miss"] += 1
+        if found is not None:
+            cache.log.info("accel cache: front hit %s", self.key)
+        return found
+
+    def _lookup(self, module: Any, exported: Any, key: str) -> ImportedProgram | None:
+        entry = cache.lookup_front(key)
+        if entry is None:
+            return None
+        try:
+            weights = weight_arrays(exported, entry["weights"])
+            if weights is None:
+                return None
+            mutations = [Mutation(str(kind), str(target)) for kind, target in entry["mutations"]]
+            check_mutations(module, mutations, weights)
+            compiled = self.target.from_cache(entry["mlir_key"], self.options, weights)
+        except (AccelError, NotImplementedError, KeyError, TypeError, ValueError):
+            return None  # the full path runs (and reports any real error itself)
+        if compiled is None:
+            return None
+        return ImportedProgram(None, weights, mutations, compiled=compiled,
+                               module_text=entry["mlir"])
+
+    def store(self, program: ImportedProgram, mlir_text: str) -> None:
+        """Record `program` (imported, compiled with the MLIR-level cache on) under `key`."""
+        if self.key is None or program.weight_sources is None:
+            return
+        mlir_key = self.target.cache_key(mlir_text, self.options)
+        if mlir_key is None:
+            return
+        cache.store_front(self.key, {
+            "mlir_key": mlir_key,
+            "weights": program.weight_sources,
+            "mutations": [[m.kind, m.target] for m in program.mutations],
+            "mlir": mlir_text,
+        })

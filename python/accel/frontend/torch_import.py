@@ -1,0 +1,239 @@
+"""PyTorch -> MLIR: `import_torch(model, example_inputs) -> Module` (linalg on tensors).
+
+    module = import_torch(torch.nn.Linear(4, 2), (torch.randn(3, 4),))
+
+Steps: `torch.export` (through torch-mlir's FX importer, parameters frozen into the graph as
+`dense_resource` constants, so weights never become IR text), then torch-mlir's two pass
+pipelines, run here rather than inside torch-mlir so that a failure keeps its diagnostics:
+FX IR -> torch backend IR -> linalg on tensors. Every failure is an `AccelError` with a
+one-line message (the op that could not be lowered, or the `torch.export` error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from accel import phases
+from accel.diagnostics import AccelError
+from accel.frontend.decompositions import decompositions
+from accel.frontend.program import (
+    ImportedProgram,
+    Mutation,
+    _check_mutated_buffers_shared,
+    _same_memory,
+    model_name,
+    state_tensors,
+)
+from accel.frontend.weights import externalize, make_hooks
+from accel.ir import Module, torch_importer
+from accel.pipeline import run_pipeline
+
+#: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
+TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
+                    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})")
+BACKEND_TO_LINALG = ("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline"
+                     "{allow-non-finites=True})")
+
+
+@contextlib.contextmanager
+def _persistent_buffers(model: Any) -> Iterator[None]:
+    """Make non-persistent buffers persistent while exporting; restore them afterwards.
+
+    torch-mlir's FX importer finds no state for non-persistent buffers (BERT's
+    `embeddings.position_ids`): "Could not find state mapping for buffer" (torch-mlir issue
+    4744). Same tensors, same numerics; the user's module is left as it was.
+    """
+    changed = [(m, name) for m in model.modules() for name in list(m._non_persistent_buffers_set)]
+    for module, name in changed:
+        module.register_buffer(name, getattr(module, name), persistent=True)
+    try:
+        yield
+    finally:
+        for module, name in changed:
+            module.register_buffer(name, getattr(module, name), persistent=False)
+
+
+def _as_module(model: Any) -> Any:
+    """`torch.export` needs an `nn.Module`: wrap a plain callable in one."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        return model
+    if not callable(model):
+        raise TypeError(f"model must be a torch.nn.Module or a callable, got "
+                        f"{type(model).__name__}")
+    fn: Callable[..., Any] = model
+
+    class _Wrapped(torch.nn.Module):
+        def forward(self, *args: Any) -> Any:
+            return fn(*args)
+
+    return _Wrapped()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
+                 dynamic_shapes: Any = None, func_name: str = "main") -> Module:
+    """Export `model` (an `nn.Module` or a callable) at `example_inputs` to linalg on tensors.
+
+    The result is one public `func.func @<func_name>` in the module's own context (with the
+    torch dialect registered); parameters and buffers are `dense_resource` constants.
+    `dynamic_shapes` is passed to `torch.export.export`. Raises `AccelError` when export,
+    import or lowering fails, `TypeError` for a bad `model`/`example_inputs`.
+    """
+    return import_program(model, example_inputs, dynamic_shapes=dynamic_shapes,
+                          func_name=func_name, external_weights=False).module
+
+
+def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shapes: Any = None,
+                   func_name: str = "main", external_weights: bool = True,
+                   reuse: Callable[[Any, Any], ImportedProgram | None] | None = None
+                   ) -> ImportedProgram:
+    """`import_torch`, with the weights kept out of the IR when `external_weights` is set.
+
+    `reuse(module, exported)` is called right after `torch.export` with the exported
+    program (before decompositions and the FX import); a program it returns is returned as
+    it is (the front compile cache, `accel.api.compile`).
+    """
+    if not isinstance(example_inputs, tuple | list):
+        raise TypeError(f"example_inputs must be a tuple of inputs, got "
+                        f"{type(example_inputs).__name__}")
+    name = model_name(model)
+    module = _as_module(model)
+    if module is not model and isinstance(dynamic_shapes, tuple | list):
+        dynamic_shapes = (tuple(dynamic_shapes),)  # the wrapper's one `*args` parameter
+    import torch
+
+    torch_fx, output_type = torch_importer()
+    weights: dict[str, np.ndarray] = {}
+    try:
+        with phases.phase("export"), warnings.catch_warnings(), _persistent_buffers(module):
+            # torch.export's own deprecation noise (LeafSpec), not actionable for users.
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            exported = torch.export.export(module, tuple(example_inputs),
+                                           dynamic_shapes=dynamic_shapes, strict=False)
+            reused = reuse(module, exported) if reuse is not None else None
+            if reused is None:
+                # Decomposing also functionalises: in-place updates become extra outputs.
+                exported = exported.run_decompositions(decompositions())
+                mutations = _mutations(exported)
+                mutated = frozenset(module.get_buffer(m.target).data_ptr() for m in mutations
+                                    if m.kind == "buffer")
+                literals: dict[str, Any] = {}
+                imported = torch_fx.export_and_import(
+                    exported, output_type=output_type.RAW, func_name=func_name,
+                    decomposition_table={}, hooks=_tracking(make_hooks(weights, mutated),
+                                                            weights, literals))
+    except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
+        raise _export_error(name, err) from err
+    if reused is not None:
+        return reused
+    phases.snapshot("export", imported)
+    for stage, phase_name, pipeline in (("torch backend IR", "torch-backend", TORCH_TO_BACKEND),
+                                        ("linalg on tensors", "linalg", BACKEND_TO_LINALG)):
+        try:
+            with phases.phase(phase_name), imported.context:
+                run_pipeline(imported, pipeline, filename=f"<{name}>", label=stage)
+        except AccelError as err:
+            first = err.diagnostics[0]
+            first.message = f"lowering {name} to {stage} failed: {_summarise(first)}"
+            first.notes = [n for n in first.notes if "see current operation" not in n.message]
+            raise AccelError(first.message, diagnostics=err.diagnostics) from None
+        phases.snapshot(phase_name, imported)
+    if not external_weights:
+        return ImportedProgram(imported, mutations=mutations)
+    with imported.context:
+        used = externalize(imported, weights)
+    _check_mutated_buffers_shared(module, mutations, used, name)
+    return ImportedProgram(imported, used, mutations,
+                           weight_sources=_weight_sources(exported, used, literals))
+
+
+def _tracking(hooks: Any, weights: dict[str, np.ndarray], literals: dict[str, Any]) -> Any:
+    """`hooks` that also note, for each weight they create, the tensor it came from."""
+    resolve = hooks.resolve_literal
+
+    def resolve_literal(gni: Any, literal: Any, info: Any) -> Any:
+        before = len(weights)
+        result = resolve(gni, literal, info)
+        if len(weights) > before:
+            literals[next(reversed(weights))] = literal
+        return result
+
+    hooks.resolve_literal = resolve_literal
+    return hooks
+
+
+def _weight_sources(exported: Any, used: dict[str, np.ndarray],
+                    literals: dict[str, Any]) -> dict[str, str] | None:
+    """Each used weight's state target (None if one cannot be traced: no front entry)."""
+    import torch
+
+    state = state_tensors(exported)
+    sources = {}
+    for name in used:
+        literal = literals.get(name)
+        if not isinstance(literal, torch.Tensor):
+            return None
+        target = next((t for t, v in state.items()
+                       if isinstance(v, torch.Tensor) and _same_memory(v, literal)), None)
+        if target is None:
+            return None
+        sources[name] = target
+    return sources
+
+
+def _mutations(exported: Any) -> list[Mutation]:
+    """The in-place updates torch.export turned into leading extra outputs, in order."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    user_inputs = [spec.arg.name for spec in exported.graph_signature.input_specs
+                   if spec.kind == InputKind.USER_INPUT]
+    found = []
+    for spec in exported.graph_signature.output_specs:
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            found.append(Mutation("buffer", spec.target))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            found.append(Mutation("input", str(user_inputs.index(spec.target))))
+        elif spec.kind != OutputKind.USER_OUTPUT:
+            raise AccelError(f"torch.export output of kind {spec.kind.name} ({spec.target}) "
+                             "is not supported yet (inference models only)")
+    return found
+
+
+_TORCH_OPERATOR = re.compile(r'name = "torch\.(?P<op>[\w.]+)"')
+_ILLEGAL = re.compile(r"failed to legalize operation '(?P<op>[\w.]+)'")
+
+
+def _summarise(diag: Any) -> str:
+    """A lowering error as users need it: the unsupported op and where the model uses it,
+    instead of the MLIR op dump torch-mlir's message ends with."""
+    message = diag.message
+    where = f" at {diag.file}:{diag.line}" if diag.file and diag.line else ""
+    illegal = _ILLEGAL.search(message)
+    if illegal:
+        op = illegal.group("op")
+        operator = _TORCH_OPERATOR.search(message)
+        if op == "torch.operator" and operator:
+            op = operator.group("op")
+        op = op.removeprefix("torch.")
+        return f"unsupported op {op}{where}: torch-mlir has no lowering for it"
+    return message.split(": %", 1)[0] + where
+
+
+def _export_error(name: str, err: BaseException) -> AccelError:
+    """torch.export's error summarised in one line, with what to try next."""
+    return AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
+                      f"{_first_line(err)} (hint: accel already uses non-strict export, "
+                      "strict=False; make that code traceable: no data-dependent Python "
+                      "control flow, or mark varying sizes with dynamic_shapes)")

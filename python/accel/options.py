@@ -1,0 +1,271 @@
+"""THE options table: every option of accel, once.
+
+`accel.compile`, `@accel.jit`, `torch.compile(backend="accel", options=...)`,
+`accel.compile_mlir`, `accel-compile` (flags, `--option`, `--option-json`) and option.json
+all read and validate through `resolve()`. An option has a type, a default, a doc, a scope
+(where it applies), whether it changes generated code (then it is part of the compile-cache
+key), its command-line spelling, and its allowed values or range.
+
+Scopes: `common` (every target), `call` (how a compiled model is called), `aot` (C
+libraries), or a target's name (`cpu`, `nvgpu`, `rdu`, `mncore`): such an option is an error
+with any other target. Presets (`-o0`/`-o1`/`-o3`, `O0`..`O4`, ...) are named sets of option
+values that each target keeps as data in its folder (`accel.targets`); `preset` picks one.
+
+Resolution order: defaults < the target's preset < the options given. `resolve` raises
+`OptionError` (an `AccelError` and a `ValueError`) naming the option and the valid values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from accel.diagnostics import AccelError
+
+#: Tolerances of `verify_numerics`: |compiled - eager| <= ATOL + RTOL * |eager|, elementwise.
+VERIFY_RTOL = 1e-4
+VERIFY_ATOL = 1e-5
+
+SCOPES = ("common", "call", "aot", "cpu", "nvgpu", "rdu", "mncore")
+#: Sentinel for `Option.choices`: the allowed values come from the chosen target.
+FROM_TARGET = "from-target"
+
+
+class OptionError(AccelError, ValueError):
+    """A bad option: unknown, wrong type, out of range, or not for this target."""
+
+
+class NotSupportedYet(AccelError, NotImplementedError):
+    """An option value whose feature is not built yet."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. `choices` lists the allowed values (or FROM_TARGET); `minimum`/`maximum`
+    bound ints and floats; `check` returns a reason for a value that is still invalid."""
+
+    name: str
+    types: tuple[type, ...]
+    default: Any
+    doc: str
+    scope: str = "common"
+    affects_code: bool = False
+    #: Command-line spelling in accel-compile ("" = only as `--option name=value`).
+    flag: str = ""
+    choices: tuple[Any, ...] | str | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    check: Callable[[Any], str | None] | None = None
+    #: Values accepted by the table but whose feature is not built yet.
+    unsupported: tuple[Any, ...] = ()
+
+    def allowed(self) -> str:
+        """The valid values, as text for errors and --help."""
+        none = "None or " if _NONE in self.types and self.choices is None else ""
+        if isinstance(self.choices, tuple):
+            return "one of " + ", ".join(_show(c) for c in self.choices)
+        kind = next((t for t in self.types if t is not _NONE), str)
+        noun = {bool: "a bool", int: "an int", float: "a number", str: "a string"}.get(
+            kind, kind.__name__)
+        if self.minimum is not None and self.maximum is not None:
+            return f"{none}{noun} from {_show(self.minimum)} to {_show(self.maximum)}"
+        if self.minimum is not None:
+            return f"{none}{noun} >= {_show(self.minimum)}"
+        if self.maximum is not None:
+            return f"{none}{noun} <= {_show(self.maximum)}"
+        return none + noun
+
+
+def _show(value: Any) -> str:
+    return "None" if value is None else str(value).lower() if isinstance(value, bool) \
+        else str(value)
+
+
+def _c_identifier(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
+        return "must be a C identifier of at most 128 characters"
+    return None
+
+
+_NONE = type(None)
+
+_TABLE: tuple[Option, ...] = (
+    # -- common -------------------------------------------------------------------------------
+    Option("target", (str,), "cpu", "Target to compile for (accel.targets).", flag="--target",
+           choices=FROM_TARGET),
+    Option("preset", (str, _NONE), None, "A named option set of the target (cpu: o0, o1, "
+           "o3); None: the target's default preset.", flag="--preset"),
+    Option("opt_level", (int,), 3, "Optimisation level, 0-3 (the cpu presets o0/o1/o3 set "
+           "it; 0 also turns fusion off).", affects_code=True, flag="--opt-level",
+           minimum=0, maximum=3),
+    Option("device", (str,), "host", "The device compiled for: cpu host, x86-64 (generic), "
+           "x86-64-v2..v4 (cross-compiling AOT libraries).", flag="--device",
+           choices=FROM_TARGET),
+    Option("strict_target", (bool,), False, "Fail instead of falling back to the host for "
+           "ops the target cannot run (the cpu target runs every op it compiles)."),
+    Option("mm_conv_precision_mode", (str,), "default", "Precision of matmul/conv "
+           "arithmetic; 'default' keeps the model's dtypes.", affects_code=True,
+           choices=("default", "fp32", "tf32", "fp16", "bf16", "mixed_fp16_fp32",
+                    "mixed_bf16_fp32", "int32", "mixed_int8_int32"),
+           unsupported=("fp32", "tf32", "fp16", "bf16", "mixed_fp16_fp32", "mixed_bf16_fp32",
+                        "int32", "mixed_int8_int32")),
+    Option("float_dtype", (str, _NONE), None, "Convert float computation to this dtype; "
+           "None keeps the model's dtypes.", affects_code=True,
+           choices=(None, "mixed", "half", "float", "double"),
+           unsupported=("mixed", "half", "float", "double")),
+    Option("cache", (bool,), True, "Reuse and fill the on-disk compile cache "
+           "($ACCEL_CACHE_DIR, else $XDG_CACHE_HOME/accel or ~/.cache/accel); docs/cache.md."),
+    Option("verify_numerics", (bool,), False, f"Also run the model eagerly on every call and "
+           f"raise AccelError unless all outputs match (rtol={VERIFY_RTOL}, "
+           f"atol={VERIFY_ATOL})."),
+    # -- call ---------------------------------------------------------------------------------
+    Option("num_threads", (int, _NONE), None, "Threads for the parallel loops of compiled "
+           "code, set before each call; None: the process setting (accel.set_num_threads, "
+           "else $ACCEL_NUM_THREADS, else all cores).", scope="call", minimum=1),
+    Option("num_iters", (int,), 1, "Run each call this many times on the same inputs "
+           "(benchmarking); the mean seconds per run is CompiledModule.last_seconds.",
+           scope="call", flag="--num-iters", minimum=1),
+    # -- aot ----------------------------------------------------------------------------------
+    Option("aot", (bool,), False, "Also build a C library (lib<aot_name>.so, <aot_name>.o, "
+           "<aot_name>.h) into output_folder (docs/aot.md).", scope="aot", flag="--aot"),
+    Option("aot_name", (str,), "accel_artifact", "Name of the AOT library and its C "
+           "function.", scope="aot", flag="--aot-name", check=_c_identifier),
+    Option("output_folder", (str, _NONE), None, "Folder for the AOT files (None: the "
+           "current folder).", scope="aot"),
+    Option("user_memory", (bool,), False, "AOT: the C function takes a scratch pool "
+           "(pointer, size) and makes no heap allocation.", scope="aot",
+           flag="--user-memory"),
+    # -- cpu ----------------------------------------------------------------------------------
+    Option("disable_affine_fusion", (bool,), False, "Do not fuse loop nests "
+           "(accel-affine-fusion; docs/fusion.md).", scope="cpu", affects_code=True),
+    Option("disable_reduce_reduce_fusion", (bool,), False, "Do not fuse reduction chains "
+           "(accel-reduce-reduce-fusion: attention without the score matrix).", scope="cpu",
+           affects_code=True),
+    Option("disable_fast_math", (bool,), False, "Keep strict IEEE semantics: no fast-math "
+           "flags (the unsafe-math pass then does not reassociate reductions).", scope="cpu",
+           affects_code=True),
+    Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
+           "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "
+           "reductions).", scope="cpu", affects_code=True),
+)
+
+OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})
+#: Options that change generated code: the compile cache key covers them.
+CODE_OPTIONS: tuple[str, ...] = tuple(o.name for o in _TABLE if o.affects_code)
+
+
+def defaults() -> dict[str, Any]:
+    """Every option at its default."""
+    return {o.name: o.default for o in _TABLE}
+
+
+def for_target(target: str) -> list[Option]:
+    """The options that apply to `target`: common, call, aot and its own."""
+    return [o for o in _TABLE if o.scope in ("common", "call", "aot", target)]
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):  # bool is an int subclass: accept it only where asked for
+        return bool in types
+    if isinstance(value, int) and float in types:
+        return True
+    return isinstance(value, types)
+
+
+def check_value(option: Option, value: Any, choices: tuple[Any, ...] | None = None) -> Any:
+    """`value` validated for `option` (`choices`: the target's, for FROM_TARGET)."""
+    name = option.name
+    if not _type_ok(value, option.types):
+        raise OptionError(f"option '{name}' must be {option.allowed()}, got "
+                          f"{type(value).__name__} {value!r}")
+    allowed = choices if option.choices == FROM_TARGET else option.choices
+    if isinstance(allowed, tuple) and value not in allowed:
+        raise OptionError(f"option '{name}' must be one of "
+                          f"{', '.join(_show(c) for c in allowed)}, got {value!r}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if option.minimum is not None and value < option.minimum or \
+                option.maximum is not None and value > option.maximum:
+            raise OptionError(f"option '{name}' must be {option.allowed()}, got {value!r}")
+    if option.check is not None and value is not None:
+        reason = option.check(value)
+        if reason:
+            raise OptionError(f"option '{name}' {reason}, got {value!r}")
+    if value in option.unsupported:
+        raise NotSupportedYet(f"option '{name}' is not supported yet with value {value!r} "
+                              f"(supported: the default, {option.default!r})")
+    return value
+
+
+def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """Defaults < the target's preset < `options`, every value validated.
+
+    The result has every option that applies to the chosen target, plus `preset` resolved to
+    the preset's name. `extra` are internal settings passed through unvalidated (e.g. the
+    `filename` of compile_mlir's diagnostics).
+    """
+    from accel import targets
+
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options must be a dict, got {type(options).__name__}")
+    given = dict(options or {})
+    for key in given:
+        if not isinstance(key, str) or key not in OPTIONS:
+            raise OptionError(f"unknown option {key!r}; valid options: {', '.join(OPTIONS)}")
+    name = check_value(OPTIONS["target"], given.get("target", "cpu"), targets.names())
+    target = targets.get(name)
+    applicable = {o.name: o for o in for_target(name)}
+    for key in given:
+        if key not in applicable:
+            raise OptionError(f"option '{key}' applies to target "
+                              f"{OPTIONS[key].scope}, not {name}")
+    preset_name = check_value(OPTIONS["preset"], given.get("preset"))
+    presets = target.presets()
+    if preset_name is None:
+        preset_name = target.default_preset
+    if preset_name is not None and preset_name not in presets:
+        raise OptionError(f"option 'preset': target {name} has no preset {preset_name!r} "
+                          f"(choose from {', '.join(presets) or 'none'})")
+    merged = {k: o.default for k, o in applicable.items()}
+    if preset_name is not None:
+        merged.update(presets[preset_name])
+    merged.update(given)
+    merged["target"], merged["preset"] = name, preset_name
+    choices = {"target": targets.names(), "device": target.devices()}
+    for key, value in merged.items():
+        check_value(applicable[key], value, choices.get(key))
+    merged.update(extra or {})
+    return merged
+
+
+def code_options(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The resolved options that change code (the compile-cache key's part)."""
+    return {k: resolved[k] for k in CODE_OPTIONS if k in resolved}
+
+
+def parse_text(option: Option, text: str) -> Any:
+    """A command-line value for `option`: true/false, none, ints, floats, else the string."""
+    low = text.strip().lower()
+    if bool in option.types and low in ("true", "false", "1", "0", "yes", "no"):
+        return low in ("true", "1", "yes")
+    if _NONE in option.types and low in ("none", "null"):
+        return None
+    if int in option.types and re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+        return int(text)
+    if float in option.types and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)"
+                                              r"([eE][+-]?[0-9]+)?", text.strip()):
+        return float(text)
+    return text
+
+
+def help_table(target: str) -> str:
+    """The options of `target` as text for --help and docs: name, default, allowed, doc."""
+    lines = []
+    for o in for_target(target):
+        spell = o.flag or f"--option {o.name}=..."
+        lines.append(f"  {o.name} ({spell}; default {_show(o.default)}; {o.allowed()})")
+        lines.append(f"      {o.doc}")
+    return "\n".join(lines)

@@ -1,0 +1,372 @@
+"""JIT-compiling MLIR for the host CPU: `compile_mlir(source) -> CompiledMLIR`.
+
+    from accel import compile_mlir
+    mod = compile_mlir('''
+      func.func @add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> { ... }''')
+    out = mod.invoke("add", x, y)        # numpy in, numpy out
+
+Input may be at any level the pipelines below cover: linalg/tensor, memref, affine, scf,
+arith/math/cf, or already the LLVM dialect. The steps:
+
+0. `FUSE_ON_TENSORS` (opt_level >= 1): reduce-reduce fusion, unsafe-math rewrites and
+   on linalg-on-tensors, each switched off by its `disable_*` option.
+1. `BUFFERIZE`: tensors -> memrefs at function boundaries too, with ownership-based
+   deallocation (no temporaries leak; each returned buffer is owned by the caller).
+2. Signatures of public `func.func`s are read at this memref level (`accel.runtime`).
+3. `LOWER_TO_LLVM`: loops (affine loops fused by `accel-affine-fusion` at opt_level >= 1),
+   then the LLVM dialect with `_mlir_ciface_<name>` C wrappers.
+4. Translate to LLVM IR, normalise it for llvmlite (`accel.llvm.normalize`), add one
+   `void (ptr)` trampoline per function, optimise at `opt_level` for the host CPU and JIT
+   it with MCJIT.
+
+Results are not turned into out-parameters: this MLIR's `buffer-results-to-out-params`
+either skips public functions or also converts dynamically shaped results (whose shapes the
+caller cannot know), so every memref result comes back as a descriptor the caller owns.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from accel import phases
+from accel.diagnostics import AccelError, from_mlir_error
+from accel.ir import (
+    MLIRError,
+    Module,
+    enable_torch_mlir_extensions,
+    load_torch_dialects,
+    translate_to_llvmir,
+)
+from accel.llvm import engine as llvmx
+from accel.llvm.normalize import normalize_llvm_ir
+from accel.options import code_options
+from accel.runtime.call import CompiledFunction
+from accel.runtime.signature import Signature, signature_from_json, signature_to_json
+from accel.runtime.weights import check_bindings
+from accel.targets.cpu import abi, vecmath
+from accel.targets.cpu.abi import soft_float_helpers_ir, trampoline_ir
+from accel.targets.cpu.parallel import PARALLEL_FOR, parallel_runtime_ir
+from accel.targets.cpu.pipelines import pipeline_text, pipelines
+
+
+# -- options --------------------------------------------------------------------------------
+def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`compile_mlir`'s options: the options table's (accel.options) plus `filename`, the
+    file name its diagnostics show (default "<input>")."""
+    from accel import options as table
+
+    if options is not None and not isinstance(options, Mapping):
+        raise table.OptionError(f"options must be a dict, got {type(options).__name__}")
+    given = dict(options or {})
+    filename = given.pop("filename", "<input>")
+    if not isinstance(filename, str):
+        raise table.OptionError(f"option 'filename' must be a str, got {filename!r}")
+    given.setdefault("target", "cpu")
+    return table.resolve(given, extra={"filename": filename})
+
+
+# -- result ---------------------------------------------------------------------------------
+@dataclass
+class CompiledMLIR:
+    """A JIT-compiled MLIR module. Call functions with `invoke(name, *args)` or `[name](...)`.
+
+    `functions` maps each public function to its `Signature` (memref-level types);
+    `mlir_llvm` is the module after lowering ("" when reloaded from an artifact) and
+    `llvm_ir` the (normalised) LLVM IR text. `cache_hit` is True when the compile cache
+    supplied the LLVM IR (the MLIR pipeline did not run).
+    """
+
+    functions: dict[str, Signature]
+    mlir_llvm: str
+    llvm_ir: str
+    _callables: dict[str, CompiledFunction] = field(repr=False)
+    _engine: Any = field(repr=False)  # keeps the machine code alive
+    cache_hit: bool = False
+    #: External weights the code reads (name -> array, kept alive here; see accel.weights).
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: The host object file (ELF) the JIT linked: what the cache and artifacts reuse.
+    object_code: bytes = field(default=b"", repr=False)
+    #: The LLVM optimisation level the code was (or, from IR, will be) built at.
+    opt_level: int = 3
+
+    @classmethod
+    def from_llvm_ir(cls, llvm_ir: str, signatures: dict[str, Signature], opt_level: int = 3,
+                     mlir_llvm: str = "", cache_hit: bool = False,
+                     weights: Mapping[str, np.ndarray] | None = None,
+                     weight_specs: Mapping[str, int] | None = None,
+                     object_code: bytes | None = None) -> CompiledMLIR:
+        """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures.
+
+        `object_code` is the host object an earlier compilation of this IR produced
+        (`CompiledMLIR.object_code`): given, LLVM neither optimises nor compiles again.
+
+        `weight_specs` (name -> byte size) lists the external globals the code reads; each
+        is bound to the array of that name in `weights`.
+        """
+        bound = {name: (weights or {})[name] for name in (weight_specs or {})
+                 if name in (weights or {})}
+        check_bindings(weight_specs or {}, weights or {}, "the compiled code")
+        engine, callables, obj = _jit(llvm_ir, signatures, opt_level, bound, object_code)
+        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound, obj,
+                   opt_level)
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        fn = self._callables.get(name)
+        if fn is None:
+            raise ValueError(f"no public function @{name} in the module; available: "
+                             f"{', '.join('@' + n for n in self._callables) or 'none'}")
+        return fn
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        """Call `@name`: numpy arrays for memrefs/tensors, scalars for scalars.
+
+        Returns None (no results), one value, or a tuple. Memref results are numpy arrays
+        that own their memory; scalar results are numpy scalars (bf16: float32).
+        """
+        return self[name](*args)
+
+
+# -- compile --------------------------------------------------------------------------------
+def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
+                 weights: Mapping[str, np.ndarray] | None = None) -> CompiledMLIR:
+    """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
+
+    `weights` binds external `memref.global` declarations (no initial value) by name to
+    C-contiguous arrays of their size, which the code then reads in place (accel.weights).
+    Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
+    an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
+    """
+    from accel import cache
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+
+    opts = resolve_options(options)
+    filename = opts["filename"]
+    text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
+    key = cache.cache_key(text, code_options(opts)) if opts["cache"] else None
+    if key is not None:
+        compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
+        if compiled is not None:
+            return compiled
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        module = _load(text, filename)
+        abi.mark_tensor_args_read_only(module)
+        weight_specs = abi.external_globals(module)
+        check_bindings(weight_specs, weights or {}, filename)
+        fuse, bufferize, lower = pipelines(opts)
+        if fuse:
+            with phases.phase("fuse"):
+                run_pipeline(module, pipeline_text(fuse), filename=filename, label="cpu-fuse")
+            phases.snapshot("fuse", module)
+        with phases.phase("bufferize"):
+            run_pipeline(module, pipeline_text(bufferize), filename=filename,
+                         label="cpu-bufferize")
+        phases.snapshot("bufferize", module)
+        signatures = {sig.name: sig for sig in abi.signatures_of(module)}
+        with phases.phase("llvm-dialect"):
+            run_pipeline(module, pipeline_text(lower), filename=filename,
+                         label="cpu-lower-to-llvm")
+            abi.check_all_llvm(module, filename)
+        mlir_llvm = str(module)
+        phases.snapshot("llvm-dialect", mlir_llvm)
+        try:
+            with phases.phase("llvm-ir"):
+                llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
+        except MLIRError as err:
+            raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
+        phases.snapshot("llvm-ir", llvm_ir, suffix=".ll")
+    compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
+                                         weights=weights, weight_specs=weight_specs)
+    if key is not None:
+        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
+                          "object": base64.b64encode(compiled.object_code).decode(),
+                          "signatures": [signature_to_json(s) for s in signatures.values()]})
+    return compiled
+
+
+def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
+               exact: bool = True) -> CompiledMLIR | None:
+    """The `CompiledMLIR` of cache entry `key` with `weights` bound, or None (no entry, or
+    one that does not fit: it is rebuilt). `exact`: the entry's weights must be exactly
+    `weights`' names (the front cache binds what it found, nothing else)."""
+    from accel import cache
+
+    hit = cache.lookup(key)
+    if hit is None:
+        return None
+    try:
+        sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
+    except (KeyError, TypeError, ValueError):
+        return None  # a well-formed entry from a broken writer: rebuild it
+    specs = hit.get("weights", {})
+    if not isinstance(specs, dict) or (exact and set(specs) != set(weights)):
+        return None
+    obj = hit.get("object")
+    rec = phases.current()
+    if rec is not None:
+        rec.cache_hit = True
+    return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opt_level, hit.get("mlir_llvm", ""),
+                                     cache_hit=True, weights=weights, weight_specs=specs,
+                                     object_code=base64.b64decode(obj) if isinstance(obj, str)
+                                     else None)
+
+
+def _load(source: str | Module, filename: str) -> Module:
+    """Parse into the current context; a given module is copied (lowering is destructive)."""
+    if not isinstance(source, str):
+        source = source.operation.get_asm(enable_debug_info=True)
+    try:
+        return Module.parse(source)
+    except MLIRError as err:
+        raise from_mlir_error(err, filename) from None
+
+
+# -- JIT ------------------------------------------------------------------------------------
+
+def _callee_types(mod: llvm.ModuleRef, symbol: str) -> tuple[str, list[str]] | None:
+    try:
+        fn = mod.get_function(symbol)
+    except NameError:
+        return None
+    ftype = fn.global_value_type
+    return str(ftype.get_function_return()), [str(t) for t in ftype.get_function_parameters()]
+
+
+def _resolve_externals(mod: llvm.ModuleRef) -> None:
+    """Bind every declared function to its address in this process (libc, libm, ...).
+
+    Explicit binding makes `malloc`/`free` in compiled code the very functions the runtime's
+    finalizers call, and turns a missing symbol into an error: inside MCJIT it would abort.
+    """
+    from accel.runtime.symbols import fallback_symbol, process_symbol
+
+    for fn in mod.functions:
+        if not fn.is_declaration or fn.name.startswith("llvm."):
+            continue
+        if llvm.address_of_symbol(fn.name) is not None:
+            continue
+        address = process_symbol(fn.name) or fallback_symbol(fn.name)
+        if not address:
+            raise AccelError(f"function '{fn.name}' is declared but defined nowhere (not in the "
+                             "module, not in the process): load its library with "
+                             "llvmlite.binding.load_library_permanently first")
+        llvm.add_symbol(fn.name, address)
+
+
+def _with_vector_math(llvm_ir: str, opt_level: int) -> str:
+    """`llvm_ir` with libmvec variants on its libm calls when the vectorisers run."""
+    if not opt_level:
+        return llvm_ir
+    return vecmath.attach_vector_variants(llvm_ir, vecmath.host_isa())
+
+
+def host_assembly(llvm_ir: str, opt_level: int = 3, *, vector_math: bool = True) -> str:
+    """The host assembly the JIT makes of `llvm_ir` (`CompiledMLIR.llvm_ir`): for checking
+    what LLVM did (vector instructions, calls) without a disassembler. `vector_math=False`
+    leaves out the libmvec annotations the JIT adds (backend/vecmath.py)."""
+    if vector_math:
+        llvm_ir = _with_vector_math(llvm_ir, opt_level)
+    mod = llvmx.parse(llvm_ir, "LLVM IR")
+    tm = llvmx.target_machine(opt_level)
+    llvmx.prepare(mod, tm)
+    llvmx.optimize(mod, tm, opt_level)
+    return tm.emit_assembly(mod)
+
+
+#: Binding external weights by name (a process-wide symbol table) and resolving them in
+#: `finalize_object` must not interleave between two compilations.
+_BIND_LOCK = threading.Lock()
+
+
+def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
+         weights: Mapping[str, np.ndarray],
+         object_code: bytes | None = None) -> tuple[Any, dict[str, CompiledFunction], bytes]:
+    """JIT `llvm_ir`; returns the engine, the callables and the host object code.
+
+    With `object_code` (from an earlier `_jit` of the same IR on this host) nothing is
+    optimised or compiled again: the object is loaded and linked as it is.
+    """
+    with phases.phase("codegen"):
+        return _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code)
+
+
+def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
+                    weights: Mapping[str, np.ndarray], object_code: bytes | None
+                    ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
+    mod = llvmx.parse(_with_vector_math(llvm_ir, opt_level), "translated LLVM IR")
+    callable_sigs = {}
+    for index, (name, sig) in enumerate(signatures.items()):
+        if sig.unsupported:
+            continue
+        found = _callee_types(mod, sig.callee)
+        if found != sig.callee_llvm_types():
+            raise AccelError(f"internal error: @{sig.callee} has LLVM type {found}, expected "
+                             f"{sig.callee_llvm_types()}")
+        mod.link_in(llvmx.parse(trampoline_ir(index, sig), f"trampoline of @{name}"))
+        callable_sigs[name] = index
+    helpers = soft_float_helpers_ir()
+    if helpers:
+        mod.link_in(llvmx.parse(helpers, "soft-float helpers"))
+    if _callee_types(mod, PARALLEL_FOR) is not None:  # multi-threaded kernels' fork-join
+        mod.link_in(llvmx.parse(parallel_runtime_ir(), "parallel runtime"))
+    _resolve_externals(mod)
+    for gv in mod.global_variables:
+        if gv.is_declaration and gv.name not in weights and \
+                llvm.address_of_symbol(gv.name) is None:
+            # MCJIT would abort the process on an unresolved symbol.
+            raise AccelError(f"global '{gv.name}' is declared but has no definition and no "
+                             "weight bound to it (pass it in `weights`)")
+    tm = llvmx.target_machine(opt_level)
+    llvmx.prepare(mod, tm)
+    emitted: list[bytes] = []
+    if object_code is None:
+        llvmx.optimize(mod, tm, opt_level)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        # MCJIT hands each object it compiles to the cache hook: keep it for the next time.
+        engine.set_object_cache(notify_func=lambda _mod, data: emitted.append(bytes(data)))
+    else:
+        # `mod` only served to resolve externals; the code is the cached object's.
+        empty = llvmx.parse("", "empty module")
+        empty.triple, empty.data_layout = mod.triple, mod.data_layout
+        engine = llvm.create_mcjit_compiler(empty, tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        emitted.append(object_code)
+    with _BIND_LOCK:
+        for name, array in weights.items():
+            llvm.add_symbol(name, array.ctypes.data)
+        engine.finalize_object()
+    obj = emitted[0] if emitted else b""
+    rec = phases.current()
+    if rec is not None and rec.want_object:
+        rec.object_code = obj
+    callables = {}
+    for name, sig in signatures.items():
+        address = 0
+        if name in callable_sigs:
+            address = engine.get_function_address(f"__accel_call_{callable_sigs[name]}")
+            if not address:
+                raise AccelError(f"internal error: no code for @{name} in the compiled object")
+        callables[name] = CompiledFunction(sig, address)
+    return engine, callables, obj
+
+
+def host_free_address_in_jit() -> int:
+    """Address the JIT resolves `free` to (a test checks it is libc's, used by finalizers)."""
+    mod = llvmx.parse("declare void @free(ptr)\ndefine ptr @__accel_free_addr() {\n"
+                      "  ret ptr @free\n}\n", "free probe")
+    tm = llvmx.target_machine(0)
+    llvmx.prepare(mod, tm)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    probe = ctypes.CFUNCTYPE(ctypes.c_void_p)(engine.get_function_address("__accel_free_addr"))
+    return probe() or 0

@@ -1,0 +1,142 @@
+"""The CPU target's MLIR pipelines, as data: each entry says why it is there.
+
+`pipelines(options)` assembles, for resolved options, (tensor-level fusion, BUFFERIZE,
+lowering to LLVM); `accel.targets.cpu.jit.compile_mlir` runs them in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Where AFFINE_FUSION goes in BUFFERIZE: before deallocation, whose `memref.dealloc`s make
+#: MLIR's fusion keep (and recompute) producer nests it would otherwise remove.
+DEALLOCATE_MARK = "buffer-deallocation-pipeline"
+
+BUFFERIZE: list[str] = [
+    # argmax/max(dim) as two reductions that vectorise (and return NaN's index, as eager).
+    "func.func(accel-split-argmax)",
+    # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
+    "func.func(tm-tensor-bufferize)",
+    # ...which leaves shared `to_buffer`s and non-`restrict` `to_tensor`s One-Shot mishandles.
+    "func.func(accel-prepare-one-shot)",
+    # Tensors -> memrefs, across calls too; identity layouts keep argument buffers row-major.
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
+    "identity-layout-map unknown-type-conversion=identity-layout-map}",
+    # tm_tensor ops on memrefs -> loops, before deallocation needs their memory effects.
+    "func.func(tm-tensor-to-loops)",
+    # Frees every temporary and clones returned arguments: callers own all returned buffers.
+    DEALLOCATE_MARK,
+    # bufferization.clone/dealloc left by the deallocation pipeline -> memref alloc/copy/dealloc.
+    "convert-bufferization-to-memref",
+]
+
+#: Tensor-level fusion before bufferization at opt_level >= 1, as (the option that switches
+#: the entry off, pass); passes not registered in this build are skipped.
+FUSE_ON_TENSORS: list[tuple[str, str]] = [
+    # Attention and other reduction chains -> one loop nest with an online softmax.
+    ("disable_reduce_reduce_fusion", "accel-reduce-reduce-fusion"),
+    # Value-changing float rewrites (x/sqrt(y) -> x*rsqrt(y), ...), PolyBlocks' default.
+    # (No tensor-level linalg-fuse-elementwise-ops: its reshape propagation turns matmuls
+    # into generics the GEMM kernels cannot match; tiny GPT-2 ran 26x slower. Elementwise
+    # chains are fused as loops by accel-affine-fusion instead.)
+    ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
+]
+
+#: Goes before AFFINE_FUSION at opt_level >= 1: large static f32 matmuls become calls to
+#: packed, register-tiled vector GEMM kernels (docs/cpu-codegen.md) before linalg turns
+#: into affine loops; the deallocation pipeline then frees the packing buffers.
+MATMUL_KERNELS = "accel-matmul-microkernel"
+
+#: Goes before BUFFERIZE's deallocation when affine fusion is on (opt_level >= 1); the
+#: linalg ops are then loops already and LOWER_TO_LLVM's linalg-to-loops finds none.
+AFFINE_FUSION: list[str] = [
+    # linalg on memrefs -> affine loops, which fusion's dependence analysis understands.
+    "func.func(convert-linalg-to-affine-loops)",
+    # Producer-consumer and sibling fusion of the nests, then scalar replacement.
+    "accel-affine-fusion",
+    # Unit dims leave one-iteration loops whose variable indexes what others index with 0;
+    # promoting them (and folding the constants) makes equal accesses look equal.
+    "func.func(affine-loop-normalize{promote-single-iter=true},canonicalize)",
+    # Fusion sinks reduction loops innermost: reductions over a leading dim then stride
+    # over whole rows (50x slower); the unit-stride loop goes back inside.
+    "func.func(accel-loop-interchange)",
+    # Transposing nests (unit stride along different loops) in 32 x 32 blocks.
+    "func.func(accel-tile-transposes)",
+]
+
+#: Goes right after AFFINE_FUSION (so only when it runs): the outermost parallel loop of
+#: each large nest runs on threads with `accel_parallel_for` (docs/cpu-codegen.md); options
+#: may follow in braces (`{min-work=...}`).
+PARALLEL_LOOPS = "accel-parallelize-loops"
+
+LOWER_TO_LLVM: list[str] = [
+    # `_mlir_ciface_<name>` wrappers (descriptors by pointer) are what the JIT calls.
+    "accel-emit-c-interface",
+    # linalg on memrefs -> scf loops (LLVM's O3 vectorises them).
+    "func.func(convert-linalg-to-loops)",
+    # affine (from the input) -> scf + arith.
+    "lower-affine",
+    # Structured control flow -> blocks and branches, as the LLVM dialect needs.
+    "convert-scf-to-cf",
+    # A failed cf.assert reports and returns instead of abort()ing the process (now that
+    # loops are branches, every assert sits in a function body).
+    "accel-assert-to-error-return",
+    # complex arithmetic (abs, exp, div, ...) -> arith/math on the real and imaginary parts.
+    "convert-complex-to-standard",
+    # math on f16/bf16 runs in f32: no libm calls on types libm lacks.
+    "math-extend-to-supported-types{target-type=f32}",
+    # bf16 arithmetic runs in f32 too: x86 without AVX512-BF16 has no native bf16 ops.
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
+    # bf16<->f32 casts as integer bit operations (no __truncsfbf2 libcall), ceildiv & co.
+    "arith-expand{include-bf16=true}",
+    # math ops with LLVM intrinsics (exp, log, sqrt, fma, ...) first: they vectorise.
+    "convert-math-to-llvm",
+    # The rest (tanh, erf, atan, ...) as libm calls, resolved in the process.
+    "convert-math-to-libm",
+    # subview/expand_shape/collapse_shape -> reinterpret_cast with explicit strides.
+    "expand-strided-metadata",
+    # ...whose offset/stride arithmetic comes as affine.apply (dynamic shapes, views).
+    "lower-affine",
+    # memref ops and descriptors -> LLVM (malloc/free, llvm.memcpy for dense copies).
+    "finalize-memref-to-llvm",
+    # vector ops from the input, if any.
+    "convert-vector-to-llvm",
+    # The remaining scalar dialects and the functions themselves.
+    "convert-arith-to-llvm",
+    # What convert-complex-to-standard keeps (create, re, im, constant) -> LLVM structs.
+    "convert-complex-to-llvm",
+    "convert-index-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    # Drop the casts the partial conversions left between each other.
+    "reconcile-unrealized-casts",
+]
+
+
+def pipeline_text(passes: list[str]) -> str:
+    """`builtin.module(a,b,...)` for a pass list."""
+    return "builtin.module(" + ",".join(passes) + ")"
+
+
+def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """(tensor-level fusion, BUFFERIZE, lowering to LLVM) for resolved `compile_mlir` options."""
+    from accel.passes import lookup_pass
+
+    if opts["opt_level"] == 0:
+        return [], BUFFERIZE, LOWER_TO_LLVM
+    fuse = [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
+            and (p.startswith("func.func(") or lookup_pass(p) is not None)]
+    if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
+        fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
+                else p for p in fuse]
+    at = BUFFERIZE.index(DEALLOCATE_MARK)
+    middle = [MATMUL_KERNELS] if lookup_pass(MATMUL_KERNELS) is not None else []
+    if not opts["disable_affine_fusion"]:
+        middle += AFFINE_FUSION
+        if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:
+            middle.append(PARALLEL_LOOPS)
+    bufferize = BUFFERIZE[:at] + middle + BUFFERIZE[at:]
+    return fuse, bufferize, LOWER_TO_LLVM
+
