@@ -52,7 +52,7 @@
 // LOG: object: neg.o
 // LOG: total {{[0-9.]+}}s
 
-// VERBOSE: [accel-compile] compiling {{.*}}artifact.mlir -> out/artifact (target="cpu" opt_level=3 cache=false {{.*}})
+// VERBOSE: [accel-compile] compiling {{.*}}artifact.mlir -> out/artifact (target="cpu" preset="o3" opt_level=3 {{.*}} cache=false {{.*}})
 // VERBOSE: [accel-compile] bufferize {{[0-9.]+}}s
 // VERBOSE: [accel-compile] codegen {{[0-9.]+}}s
 // VERBOSE: accel-compile: wrote out/artifact (entry @add)
