@@ -27,18 +27,10 @@ import typing
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from accel.diagnostics import AccelError
+from accel.diagnostics import AccelError, PassFailure
 from accel.ir import Location, Module, Operation, OpView, ir
 
 _PASS_NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
-
-
-class PassFailure(Exception):
-    """Raised inside `apply` to fail the pass with a located error (see `Pass.fail`)."""
-
-    def __init__(self, message: str, location: Location | None = None):
-        super().__init__(message)
-        self.location = location
 
 
 class Pass:
@@ -88,9 +80,9 @@ class Pass:
 
     def __call__(self, module: Module | Operation) -> None:
         """Run this pass alone on `module` (raises `AccelError` on failure)."""
-        from accel.pipeline import run_passes
+        from accel.pass_run import PythonStep, run_steps
 
-        run_passes(module, [self])
+        run_steps(module, [PythonStep((), self)])
 
 
 class ModulePass(Pass):
@@ -343,9 +335,8 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
 
 
 def registered_passes() -> dict[str, type[Pass]]:
-    """All accel and plugin passes by name (built-in passes are imported first)."""
-    import accel.passes  # noqa: F401 - registers the built-in passes
-
+    """All accel and plugin passes by name. The built-in passes are registered by importing
+    `accel.passes`, which happens before this module is imported (it is the parent package)."""
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -577,13 +577,10 @@ def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
 # -- artifact -------------------------------------------------------------------------------
 def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
     """The artifact folder: accel.load's files, then the IR, object, option.json and log."""
-    from accel.artifact import save
+    from accel.artifact import save_executable
     from accel.cache import atomic_write
-    from accel.compiled_module import CompiledModule
 
-    module = CompiledModule(None, b.compiled, None, b.entry, s.options)
-    module.set_module_text(b.model_mlir)
-    save(out, module)
+    save_executable(out, b.compiled, entry=b.entry, options=s.options, model_mlir=b.model_mlir)
     ir_dir = out / IR_FOLDER
     written: list[tuple[Any, str | None]] = []
     try:

@@ -119,7 +119,8 @@ def _short_form_element(arg: str) -> str:
 
 # -- --list-passes, --version -------------------------------------------------------------
 def list_passes() -> str:
-    from accel.passes.base import registered_passes, type_name
+    from accel.passes import registered_passes
+    from accel.passes.base import type_name
 
     lines = ["Available passes (accel and plugins):"]
     for name, cls in registered_passes().items():

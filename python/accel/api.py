@@ -97,4 +97,7 @@ def load(folder: Any) -> CompiledModule:
     """Reload an artifact folder (`CompiledModule.save`, accel-compile) without compiling."""
     from accel.artifact import load as load_folder
 
-    return load_folder(folder)
+    found = load_folder(folder)
+    module = CompiledModule(None, found.executable, None, found.entry, found.options)
+    module.set_module_text(found.model_mlir)
+    return module

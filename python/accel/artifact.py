@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,6 @@ WEIGHTS = "weights"
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def save(folder: str | os.PathLike[str], compiled: Any) -> Path:
-    """Write `compiled` (a `CompiledModule`) as an artifact folder; returns its Path."""
-    return save_executable(folder, compiled.compiled, entry=compiled.func_name,
-                           options=compiled.options, model_mlir=compiled.module_text())
 
 
 def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
@@ -81,13 +76,22 @@ def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: s
     return out
 
 
-def load(folder: str | os.PathLike[str]) -> Any:
-    """Reload an artifact folder without compiling MLIR: a `CompiledModule` (no eager model).
+@dataclass
+class Loaded:
+    """What an artifact folder holds, ready to call (`accel.load` wraps it)."""
+
+    executable: Any
+    entry: str
+    options: dict[str, Any]
+    model_mlir: str | None
+
+
+def load(folder: str | os.PathLike[str]) -> Loaded:
+    """Reload an artifact folder without compiling MLIR.
 
     Raises `AccelError` when the folder is missing, from another format, or damaged.
     """
     from accel import targets
-    from accel.compiled_module import CompiledModule
 
     root = Path(folder)
     manifest = read_manifest(root)
@@ -105,9 +109,7 @@ def load(folder: str | os.PathLike[str]) -> Any:
     options["verify_numerics"] = False  # no eager model to compare with
     module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
         if (root / MODEL_MLIR).is_file() else None
-    loaded = CompiledModule(None, executable, None, entry, options)
-    loaded.set_module_text(module)
-    return loaded
+    return Loaded(executable, entry, options, module)
 
 
 def read_manifest(root: Path) -> dict[str, Any]:

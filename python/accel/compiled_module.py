@@ -118,12 +118,13 @@ class CompiledModule:
 
     def save(self, folder: Any) -> Any:
         """Write an artifact folder (accel.artifact) that `accel.load` reloads; its Path."""
-        from accel.artifact import save
+        from accel.artifact import save_executable
 
         if self.mutations:
             raise NotImplementedError("saving a model that updates its buffers or inputs in "
                                       "place is not supported yet")
-        return save(folder, self)
+        return save_executable(folder, self.compiled, entry=self.func_name,
+                               options=self.options, model_mlir=self.module_text())
 
     def __call__(self, *args: Any) -> Any:
         fn = self._fast_fn

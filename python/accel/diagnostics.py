@@ -96,3 +96,15 @@ def from_mlir_error(err: MLIRError, filename: str, line_offset: int = 0,
     if context:
         diags[0].message = f"{context}: {diags[0].message}"
     return AccelError(diags[0].message, diagnostics=diags)
+
+
+class PassFailure(Exception):
+    """Raised inside a pass's `apply` to fail it with a located error (see `Pass.fail`)."""
+
+    def __init__(self, message: str, location: object | None = None):
+        super().__init__(message)
+        self.location = location
+
+
+class NotSupportedYet(AccelError, NotImplementedError):
+    """A feature (an option value, a target) that is planned but not built yet."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from accel.diagnostics import AccelError
+from accel.diagnostics import AccelError, NotSupportedYet
 
 #: Tolerances of `verify_numerics`: |compiled - eager| <= ATOL + RTOL * |eager|, elementwise.
 VERIFY_RTOL = 1e-4
@@ -36,10 +36,6 @@ FROM_TARGET = "from-target"
 
 class OptionError(AccelError, ValueError):
     """A bad option: unknown, wrong type, out of range, or not for this target."""
-
-
-class NotSupportedYet(AccelError, NotImplementedError):
-    """An option value whose feature is not built yet."""
 
 
 @dataclass(frozen=True)

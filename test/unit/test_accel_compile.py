@@ -355,7 +355,8 @@ def test_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: str) -
     ('{"batch_size": "8"}', "o.json: error: 'batch_size' must be an int or null, got \"8\""),
     ('{"inference": 1}', "o.json: error: 'inference' must be a bool, got 1"),
     ('{"options": {"bogus": 1}}', "unknown option 'bogus'"),
-    ('{"options": {"opt_level": "3"}}', "option 'opt_level' must be an int from 0 to 3, got str '3'"),
+    ('{"options": {"opt_level": "3"}}',
+     "option 'opt_level' must be an int from 0 to 3, got str '3'"),
 ])
 def test_bad_option_json(tmp_path: Path, run_tool, content: str, message: str) -> None:
     (tmp_path / "o.json").write_text(content)

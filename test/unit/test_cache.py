@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from accel import artifact, cache
+from accel.api import load as accel_load
 from accel.diagnostics import AccelError
 from accel.runtime.signature import signature_from_json, signature_to_json
 from accel.targets import cpu as cpu_target
@@ -141,7 +142,7 @@ def test_save_load_mlir_artifact(tmp_path: Path) -> None:
     assert manifest["entry"] == "add" and manifest["format"] == artifact.FORMAT_VERSION
     assert manifest["inputs"][0] == {"type": "memref<4xf32>", "dtype": "f32", "shape": [4]}
     assert (out / artifact.MODEL_MLIR).read_text() == ADD
-    loaded = artifact.load(out)
+    loaded = accel_load(out)
     np.testing.assert_array_equal(loaded(X, Y), X + Y)
     with pytest.raises(AccelError, match="no public function @nope"):
         artifact.save_executable(tmp_path / "bad", compiled, entry="nope", options={})
@@ -149,16 +150,16 @@ def test_save_load_mlir_artifact(tmp_path: Path) -> None:
 
 def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(AccelError, match="not an accel artifact folder"):
-        artifact.load(tmp_path / "missing")
+        accel_load(tmp_path / "missing")
     out = artifact.save_executable(tmp_path / "art", compile_mlir(ADD), entry="add", options={})
     ll = out / cpu_target.MODULE_LL
     ll.write_text(ll.read_text() + "\n; edited\n")
     with pytest.raises(AccelError, match="does not match its checksum"):
-        artifact.load(out)
+        accel_load(out)
     manifest = out / artifact.MANIFEST
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": 99}))
     with pytest.raises(AccelError, match="format 99"):
-        artifact.load(out)
+        accel_load(out)
 
 
 def test_torch_save_load_roundtrip(tmp_path: Path, tmp_cache: Path) -> None:

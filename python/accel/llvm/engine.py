@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import cache
 
 import llvmlite.binding as llvm
+
 from accel.diagnostics import AccelError
 
 #: Libraries whose symbols compiled code may call: libc/libm for math and memory

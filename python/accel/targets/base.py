@@ -25,8 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from accel.diagnostics import AccelError
-from accel.options import NotSupportedYet
+from accel.diagnostics import AccelError, NotSupportedYet
 
 
 class Executable(Protocol):

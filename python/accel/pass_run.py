@@ -1,0 +1,230 @@
+"""Running planned pass steps: one `PassManager` per run, Python passes as `ExternalPass`es.
+
+The layer under `accel.pipeline` (which parses and plans textual pipelines) and under the
+pass API (`Pass.__call__` runs one pass through here): it needs no pass registry. On
+failure the error carries a note with the input IR file and the exact `accel-opt` command
+that reproduces it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from accel.diagnostics import AccelError, Diagnostic, PassFailure, from_mlir_error
+from accel.ir import ExternalPass, MLIRError, Module, Operation, PassManager
+
+
+# -- textual pipeline model ---------------------------------------------------------------
+@dataclass
+class Element:
+    """One pipeline element: a pass (`name{opts}`) or an op nest (`func.func(...)`)."""
+
+    name: str
+    options: str | None = None  # text between braces, None when absent
+    children: list[Element] | None = None  # set for an op nest
+    col: int = 1  # 1-based column in the pipeline text
+
+    @property
+    def is_nest(self) -> bool:
+        return self.children is not None
+
+    def text(self) -> str:
+        opts = "" if self.options is None else "{" + self.options + "}"
+        if self.children is None:
+            return self.name + opts
+        return f"{self.name}({','.join(c.text() for c in self.children)})"
+
+
+
+@dataclass
+class UpstreamStep:
+    """Consecutive upstream elements sharing a nesting path, handed to the bindings as text."""
+
+    path: tuple[str, ...]
+    elements: list[Element] = field(default_factory=list)
+
+    def text(self) -> str:
+        inner = ",".join(e.text() for e in self.elements)
+        for op in reversed(self.path):
+            inner = f"{op}({inner})"
+        return inner
+
+
+@dataclass
+class PythonStep:
+    """One Python pass instance and the nesting path of the ops it runs on."""
+
+    path: tuple[str, ...]
+    instance: object  # accel.passes.Pass
+    col: int = 1
+
+    def text(self) -> str:
+        inner = self.instance.pipeline_text()  # type: ignore[attr-defined]
+        for op in reversed(self.path):
+            inner = f"{op}({inner})"
+        return inner
+
+
+Step = UpstreamStep | PythonStep
+
+
+# -- running ------------------------------------------------------------------------------
+@dataclass
+class RunConfig:
+    """Instrumentation for a pipeline run (accel-opt's `--mlir-*` flags)."""
+
+    print_ir_before_all: bool = False
+    print_ir_after_all: bool = False
+    print_ir_after_failure: bool = False
+    print_generic: bool = False
+    timing: bool = False
+    verify_each: bool = True
+    filename: str = "<input>"
+    line_offset: int = 0
+    reproducer: bool = True
+    plugins: tuple[str, ...] = ()
+    #: Extra `accel-opt` flags that the reproducer command must carry.
+    extra_flags: tuple[str, ...] = ()
+
+
+def build_pass_manager(steps: Sequence[Step], cfg: RunConfig,
+                       failures: list[Diagnostic]) -> PassManager:
+    pm = PassManager("builtin.module")
+    for step in steps:
+        if isinstance(step, UpstreamStep):
+            pm.add(step.text())
+        else:
+            inst = step.instance
+            pm.add(_external(inst, step.path, cfg, failures), name=inst.name,  # type: ignore[attr-defined]
+                   argument=inst.name, description=inst.summary())  # type: ignore[attr-defined]
+    if not cfg.verify_each:
+        pm.enable_verifier(False)
+    # After-failure printing is done by `run_steps`: the C API only prints on failure when it
+    # also prints after every pass.
+    if cfg.print_ir_before_all or cfg.print_ir_after_all:
+        pm.enable_ir_printing(
+            print_before_all=cfg.print_ir_before_all,
+            print_after_all=cfg.print_ir_after_all,
+            print_module_scope=True,
+            print_generic_op_form=cfg.print_generic,
+        )
+    if cfg.timing:
+        pm.enable_timing()
+    return pm
+
+
+def _external(inst: object, path: tuple[str, ...], cfg: RunConfig,
+              failures: list[Diagnostic]) -> Callable[[Operation, ExternalPass], None]:
+    """Wrap a pass instance as a module-level ExternalPass callback."""
+    from accel.diagnostics import relocate
+
+    anchor = getattr(inst, "anchor", "builtin.module")
+    name = getattr(inst, "name", "?")
+
+    def run(module: Operation, ext: ExternalPass) -> None:
+        targets = _ops_at(module, path, anchor)
+        for target in targets:
+            try:
+                inst.apply(target)  # type: ignore[attr-defined]
+            except PassFailure as err:
+                loc = err.location or target.location
+                file, line, col = relocate(loc, cfg.filename, cfg.line_offset)
+                failures.append(Diagnostic("error", str(err), file, line, col))
+                ext.signal_pass_failure()
+                return
+            except Exception as err:  # noqa: BLE001 - a plugin bug becomes a located error
+                file, line, col = relocate(target.location, cfg.filename, cfg.line_offset)
+                frame = traceback.extract_tb(err.__traceback__)[-1]
+                failures.append(Diagnostic(
+                    "error", f"pass '{name}' raised {type(err).__name__}: {err}", file, line, col,
+                    [Diagnostic("note", "raised here", frame.filename, frame.lineno, 1)]))
+                ext.signal_pass_failure()
+                return
+
+    return run
+
+
+def _ops_at(module: Operation, path: tuple[str, ...], anchor: str) -> list[Operation]:
+    """The ops a Python pass at `path` runs on (fresh handles: IR may have been rewritten)."""
+    module = getattr(module, "operation", module)
+    if anchor in ("builtin.module", "any") and not path:
+        return [module]
+    wanted = list(path) or [anchor]
+    ops = [module]
+    for kind in wanted:
+        ops = [child.operation for op in ops for region in op.regions for block in region.blocks
+               for child in block.operations if child.operation.name == kind]
+    return ops
+
+
+def pipeline_text(steps: Sequence[Step]) -> str:
+    return "builtin.module(" + ",".join(s.text() for s in steps) + ")"
+
+
+def run_steps(module: Module | Operation, steps: Sequence[Step], cfg: RunConfig | None = None,
+              timings: list[tuple[str, float]] | None = None) -> None:
+    """Run planned steps on `module`; raise `AccelError` (with a reproducer note) on failure."""
+    cfg = cfg or RunConfig()
+    op = getattr(module, "operation", module)
+    original = op.get_asm(print_generic_op_form=True, assume_verified=True) if cfg.reproducer \
+        else ""
+    failures: list[Diagnostic] = []
+    pm = build_pass_manager(steps, cfg, failures)
+    start = time.perf_counter()
+    try:
+        pm.run(op)
+    except MLIRError as err:
+        error = from_mlir_error(err, cfg.filename, cfg.line_offset)
+        if failures:
+            error = AccelError(failures[0].message, diagnostics=failures)
+        if cfg.print_ir_after_failure:
+            _print_ir_after_failure(op, cfg)
+        raise _with_reproducer(error, original, steps, cfg) from None
+    finally:
+        del pm  # flushes the timing report now, not at interpreter exit
+    errors = dialect_errors(op, cfg.filename, cfg.line_offset)
+    if errors:
+        raise _with_reproducer(AccelError(errors[0].message, diagnostics=errors), original,
+                               steps, cfg)
+    if timings is not None:
+        timings.append((pipeline_text(steps), time.perf_counter() - start))
+
+
+def dialect_errors(op: Operation, filename: str, line_offset: int = 0) -> list[Diagnostic]:
+    """Errors from the accel dialects' Python verifiers (invariants IRDL cannot express)."""
+    from accel.diagnostics import relocate
+    from accel.dialects import verify_module
+
+    out = []
+    for loc, message in verify_module(op):
+        file, line, col = relocate(loc, filename, line_offset)
+        out.append(Diagnostic("error", message, file, line, col))
+    return out
+
+
+def _print_ir_after_failure(op: Operation, cfg: RunConfig) -> None:
+    import sys
+
+    asm = op.get_asm(print_generic_op_form=cfg.print_generic, assume_verified=True)
+    print(f"// -----// IR Dump After Failure //----- //\n{asm}", file=sys.stderr, flush=True)
+
+
+def _with_reproducer(error: AccelError, original: str, steps: Sequence[Step],
+                     cfg: RunConfig) -> AccelError:
+    if not cfg.reproducer:
+        return error
+    fd, path = tempfile.mkstemp(prefix="accel-repro-", suffix=".mlir")
+    with os.fdopen(fd, "w") as f:
+        f.write(original)
+    flags = [f"--load-pass-plugin={os.path.abspath(p)}" for p in cfg.plugins]
+    flags += cfg.extra_flags
+    command = " ".join(["accel-opt", path, *flags, f"--pass-pipeline='{pipeline_text(steps)}'"])
+    error.diagnostics.append(Diagnostic("note", f"input IR of the failed pipeline: {path}"))
+    error.diagnostics.append(Diagnostic("note", f"reproduce with: {command}"))
+    return error
+

@@ -1,0 +1,180 @@
+"""The spine's layering rules (docs/architecture.md), checked on the source: every import,
+function-level ones included, between accel's own modules.
+
+- no import circle anywhere in the package;
+- a target imports the core and `accel.targets.cpu` (host execution), never another target;
+- the frontend imports no target and no cache; the cache imports nothing above the runtime;
+- only `accel.ir` imports `torch_mlir`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Package prefix -> source folder (pyproject's package-dir).
+FOLDERS = {"accel": ROOT / "python" / "accel", "accel.dialects": ROOT / "dialects",
+           "accel.passes": ROOT / "passes", "accel.tools": ROOT / "tools"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for prefix, folder in FOLDERS.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([prefix, *parts]) if parts else prefix
+            if prefix == "accel" and parts and parts[0] in ("dialects", "passes", "tools"):
+                continue
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The accel module `name` refers to (a module, or the package of an imported name)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from pkg import mod` imports pkg.mod; `from pkg import name` uses pkg itself.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                     for a in node.names]
+        for name in names:
+            target = _resolve(name)
+            if target is not None and target != module:
+                out.add(target)
+    return out
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def _raw_imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    result: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return result
+
+
+def test_the_walker_sees_function_level_imports() -> None:
+    assert "accel.targets.cpu.jit" in GRAPH["accel.targets.cpu"]  # imported inside methods
+    assert "accel.ir" in GRAPH["accel.frontend.torch_import"]
+
+
+def test_no_import_circles() -> None:
+    assert _cycles() == []
+
+
+#: Modules of the targets package that are the spine, not a target.
+SPINE = {"accel.targets", "accel.targets.base"}
+
+
+def _target_of(module: str) -> str | None:
+    parts = module.split(".")
+    if module in SPINE or len(parts) < 3 or parts[1] != "targets":
+        return None
+    return parts[2]
+
+
+def test_targets_import_only_the_core_and_cpu() -> None:
+    bad = []
+    for module, deps in GRAPH.items():
+        own = _target_of(module)
+        if own is None:
+            continue
+        for dep in deps:
+            other = _target_of(dep)
+            if other is not None and other not in (own, "cpu"):
+                bad.append(f"{module} -> {dep}")
+    assert bad == []
+
+
+def test_core_imports_no_target_by_name() -> None:
+    """Outside the targets only the registry, the tools and the CPU-only entry points may
+    name a target's modules (the core dispatches through `accel.targets.get`)."""
+    allowed_prefixes = ("accel.targets", "accel.tools")
+    allowed = {"accel.compiled_module", "accel", "accel.dynamo"}  # threads, lazy API names
+    bad = [f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps
+           if _target_of(d) not in (None,) and _target_of(d) != "cpu"
+           and not m.startswith(allowed_prefixes) and m not in allowed]
+    assert bad == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("accel.frontend")))
+def test_frontend_imports_no_target_and_no_cache(module: str) -> None:
+    assert not {d for d in GRAPH[module]
+                if d.startswith("accel.targets") or d in ("accel.cache", "accel.front_cache",
+                                                          "accel.api")}
+
+
+def test_cache_imports_nothing_above_the_runtime() -> None:
+    allowed = {"accel", "accel.diagnostics", "accel.versions"}
+    assert {d for d in GRAPH["accel.cache"] if d not in allowed
+            and not d.startswith("accel.runtime")} == set()
+
+
+def test_only_ir_imports_torch_mlir() -> None:
+    users = sorted(m for m in MODULES if any(n == "torch_mlir" or n.startswith("torch_mlir.")
+                                             for n in _raw_imports(m)))
+    assert users == ["accel.ir"]
