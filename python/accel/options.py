@@ -63,6 +63,8 @@ class Option:
         none = "None or " if _NONE in self.types and self.choices is None else ""
         if isinstance(self.choices, tuple):
             return "one of " + ", ".join(_show(c) for c in self.choices)
+        if self.choices == FROM_TARGET:
+            return "one of the target's (accel-compile --help lists them)"
         kind = next((t for t in self.types if t is not _NONE), str)
         noun = {bool: "a bool", int: "an int", float: "a number", str: "a string"}.get(
             kind, kind.__name__)

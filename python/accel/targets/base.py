@@ -65,6 +65,10 @@ class Target:
     def default_preset(self) -> str | None:
         return self._preset_file["default"]
 
+    def phases(self, options: Mapping[str, Any]) -> list[str]:
+        """The phases `compile` records (accel.phases), in order: the progress line's steps."""
+        return []
+
     def devices(self) -> tuple[str, ...]:
         """Allowed values of the `device` option for this target."""
         return ("host",)

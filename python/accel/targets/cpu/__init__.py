@@ -33,6 +33,10 @@ class CpuTarget(Target):
     def devices(self) -> tuple[str, ...]:
         return DEVICES
 
+    def phases(self, options: Mapping[str, Any]) -> list[str]:
+        fuse = ["fuse"] if options.get("opt_level", 3) else []
+        return [*fuse, "bufferize", "llvm-dialect", "llvm-ir", "codegen"]
+
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
         from accel.targets.cpu.jit import compile_mlir
