@@ -186,7 +186,7 @@ def run_tool(argv: list[str]) -> int:
         return 0
     source = read_source(args.input_file)
     inputs = [parse_input(spec) for spec in args.inputs]
-    from accel.targets.cpu.jit import compile_mlir
+    from accel.targets.cpu.compile import compile_mlir
 
     filename = "<stdin>" if args.input_file == "-" else args.input_file
     compiled = compile_mlir(source, {"opt_level": args.opt_level, "filename": filename})

@@ -21,7 +21,7 @@ _LAZY = {
     "CompiledModule": ("accel.compiled_module", "CompiledModule"),
     "load": ("accel.api", "load"),
     "import_torch": ("accel.frontend", "import_torch"),
-    "compile_mlir": ("accel.targets.cpu.jit", "compile_mlir"),
+    "compile_mlir": ("accel.targets.cpu.compile", "compile_mlir"),
     "CompiledMLIR": ("accel.targets.cpu.jit", "CompiledMLIR"),
     "make_context": ("accel.context", "make_context"),
     "jit": ("accel.jit_function", "jit"),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from accel.ir import MLIRError
+if TYPE_CHECKING:  # the bindings load only where MLIR is used, not with every error
+    from accel.ir import MLIRError
 
 _FILE_LINE_COL = re.compile(r'"(?P<file>(?:[^"\\]|\\.)*)":(?P<line>\d+):(?P<col>\d+)')
 

@@ -20,7 +20,7 @@ from accel.api import load as accel_load
 from accel.diagnostics import AccelError
 from accel.runtime.signature import signature_from_json, signature_to_json
 from accel.targets import cpu as cpu_target
-from accel.targets.cpu.jit import compile_mlir
+from accel.targets.cpu.compile import compile_mlir
 
 ADD = """\
 func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -117,7 +117,7 @@ def test_no_temporary_files_left(tmp_cache: Path) -> None:
 def test_hit_across_processes(tmp_cache: Path, tmp_path: Path) -> None:
     src = tmp_path / "add.mlir"
     src.write_text(ADD)
-    script = ("import sys; from accel.targets.cpu.jit import compile_mlir; "
+    script = ("import sys; from accel.targets.cpu.compile import compile_mlir; "
               "m = compile_mlir(open(sys.argv[1]).read()); print('cache_hit', m.cache_hit)")
     env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_cache)}
     runs = [subprocess.run([sys.executable, "-c", script, str(src)], capture_output=True,
@@ -261,6 +261,12 @@ def _helper(x: Any) -> Any:
     return x * 2.0
 
 
+def _front_hits() -> int:
+    """Front-cache hits of either key: the model's own (before export) or the exported
+    program's."""
+    return cache.STATS["early_hit"] + cache.STATS["front_hit"]
+
+
 def _front_models() -> Any:
     """Model classes for the front-cache tests (torch imported lazily, as above)."""
     torch = pytest.importorskip("torch")
@@ -318,19 +324,20 @@ def test_front_hit_skips_decompositions_and_import(tmp_cache: Path) -> None:
     torch.manual_seed(0)
     model, x = UsesHelper().eval(), torch.randn(3, 8)
     first = _compile_and_check(model, x)
-    assert not first.cache_hit and cache.STATS["front_store"] == 1
-    assert len(list(tmp_cache.glob("*.front"))) == 1
+    # one entry keyed on the exported program, one on the model itself
+    assert not first.cache_hit and cache.STATS["front_store"] == 2
+    assert len(list(tmp_cache.glob("*.front"))) == 2
     with phases.recording(keep_ir=False) as rec:
         again = _compile_and_check(model, x)
-    assert again.cache_hit and rec.cache_hit and cache.STATS["front_hit"] == 1
-    # torch-mlir's pipelines did not run: only export (+ linking the cached object)
-    assert {p.name for p in rec.phases} == {"export", "codegen"}
+    assert again.cache_hit and rec.cache_hit and cache.STATS["early_hit"] == 1
+    # neither torch.export nor torch-mlir ran: only linking the cached object
+    assert {p.name for p in rec.phases} == {"codegen"}
     assert "func.func @main" in str(again.module)  # parsed on demand from the entry
     # a recording that keeps IR gets every phase: the front cache is not used
     with phases.recording(keep_ir=True) as rec:
         accel_fn = _compile_and_check(model, x)
     assert accel_fn.cache_hit and "linalg" in {p.name for p in rec.phases}
-    assert cache.STATS["front_hit"] == 1
+    assert _front_hits() == 1
 
 
 def test_front_key_follows_the_code_forward_runs(tmp_cache: Path,
@@ -348,8 +355,8 @@ def test_front_key_follows_the_code_forward_runs(tmp_cache: Path,
     assert not _compile_and_check(model, x).cache_hit
     model.lin = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Tanh())
     assert not _compile_and_check(model, x).cache_hit
-    assert cache.STATS["front_hit"] == 0
-    assert _compile_and_check(model, x).cache_hit and cache.STATS["front_hit"] == 1
+    assert _front_hits() == 0
+    assert _compile_and_check(model, x).cache_hit and _front_hits() == 1
 
 
 def test_front_key_follows_inlined_constants(tmp_cache: Path) -> None:
@@ -362,9 +369,9 @@ def test_front_key_follows_inlined_constants(tmp_cache: Path) -> None:
     _compile_and_check(Constants(5.0, 1.0, [1.0, 2.0, 3.0]), x)
     _compile_and_check(Constants(5.0, -4.0, [1.0, 2.0, 3.0]), x)
     _compile_and_check(Constants(5.0, -4.0, [7.0, 2.0, 3.0]), x)
-    assert cache.STATS["front_hit"] == 0
+    assert _front_hits() == 0
     assert _compile_and_check(Constants(5.0, -4.0, [7.0, 2.0, 3.0]), x).cache_hit
-    assert cache.STATS["front_hit"] == 1
+    assert _front_hits() == 1
 
 
 def test_front_key_follows_shapes_dtypes_and_options(tmp_cache: Path) -> None:
@@ -376,11 +383,11 @@ def test_front_key_follows_shapes_dtypes_and_options(tmp_cache: Path) -> None:
     _compile_and_check(model, torch.randn(3, 8))
     _compile_and_check(model, torch.randn(5, 8))
     _compile_and_check(model.double(), torch.randn(5, 8, dtype=torch.float64))
-    assert cache.STATS["front_hit"] == 0
+    assert _front_hits() == 0
     accel.compile(model, (torch.randn(5, 8, dtype=torch.float64),), options={"opt_level": 1})
-    assert cache.STATS["front_hit"] == 0
+    assert _front_hits() == 0
     _compile_and_check(model, torch.randn(5, 8, dtype=torch.float64))
-    assert cache.STATS["front_hit"] == 1
+    assert _front_hits() == 1
 
 
 def test_front_new_weights_fall_back_to_the_mlir_key(tmp_cache: Path) -> None:
@@ -394,7 +401,7 @@ def test_front_new_weights_fall_back_to_the_mlir_key(tmp_cache: Path) -> None:
     with torch.no_grad():
         model.lin.weight.mul_(-1.5)
     fn = _compile_and_check(model, x)
-    assert fn.cache_hit and cache.STATS["front_hit"] == 0
+    assert fn.cache_hit and _front_hits() == 0
 
 
 def test_front_hit_binds_the_models_own_memory(tmp_cache: Path) -> None:
@@ -405,7 +412,7 @@ def test_front_hit_binds_the_models_own_memory(tmp_cache: Path) -> None:
     model, x = Counter().eval(), torch.zeros(4)
     accel.compile(model, (x,))
     fn = accel.compile(model, (x,))
-    assert fn.cache_hit and cache.STATS["front_hit"] == 1
+    assert fn.cache_hit and _front_hits() == 1
     torch.testing.assert_close(fn(x), torch.ones(4))
     torch.testing.assert_close(fn(x), torch.full((4,), 2.0))
     torch.testing.assert_close(model.count, torch.full((4,), 2.0))
@@ -414,7 +421,7 @@ def test_front_hit_binds_the_models_own_memory(tmp_cache: Path) -> None:
     model, x = UsesHelper().eval(), torch.randn(3, 8)
     accel.compile(model, (x,))
     fn = accel.compile(model, (x,))
-    assert cache.STATS["front_hit"] == 2
+    assert _front_hits() == 2
     with torch.no_grad():
         model.lin.weight.mul_(2.0)  # the code reads the parameter itself, as after a miss
         torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-5)
@@ -429,11 +436,11 @@ def test_front_entry_without_its_code_entry_recompiles(tmp_cache: Path) -> None:
     for path in entries(tmp_cache):
         path.unlink()
     assert not _compile_and_check(model, x).cache_hit
-    front = next(tmp_cache.glob("*.front"))
-    front.write_bytes(front.read_bytes()[:-5])  # truncated: dropped and rebuilt
+    for front in tmp_cache.glob("*.front"):  # the model's and the program's entries
+        front.write_bytes(front.read_bytes()[:-5])  # truncated: dropped and rebuilt
     assert _compile_and_check(model, x).cache_hit
-    assert cache.STATS["corrupt"] == 1 and cache.STATS["front_hit"] == 0
-    assert _compile_and_check(model, x).cache_hit and cache.STATS["front_hit"] == 1
+    assert cache.STATS["corrupt"] == 2 and _front_hits() == 0
+    assert _compile_and_check(model, x).cache_hit and _front_hits() == 1
 
 
 def test_front_key_follows_tensors_a_function_captures(tmp_cache: Path) -> None:
@@ -443,6 +450,80 @@ def test_front_key_follows_tensors_a_function_captures(tmp_cache: Path) -> None:
     for scale in ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, -4.0], [5.0]):
         w = torch.tensor(scale)
         _compile_and_check(lambda t, w=w: t * w + 1.0, x)
-    assert cache.STATS["front_hit"] == 0
+    assert _front_hits() == 0
     assert _compile_and_check(lambda t, w=w: t * w + 1.0, x).cache_hit
-    assert cache.STATS["front_hit"] == 1
+    assert _front_hits() == 1
+
+
+# -- the model's own key: a hit before torch.export (the warm start) ------------------------
+def test_early_hit_runs_no_export(tmp_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, UsesHelper, _, _ = _front_models()
+
+    torch.manual_seed(0)
+    model, x = UsesHelper().eval(), torch.randn(3, 8)
+    _compile_and_check(model, x)
+
+    def no_export(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("torch.export ran on an early hit")
+
+    monkeypatch.setattr(torch.export, "export", no_export)
+    assert _compile_and_check(model, x).cache_hit and cache.STATS["early_hit"] == 1
+
+
+def test_early_key_follows_attributes_and_submodule_settings(tmp_cache: Path) -> None:
+    """Hyper-parameters live in attributes, not in the weights: each change is a miss."""
+    torch = pytest.importorskip("torch")
+
+    class Scaled(torch.nn.Module):
+        def __init__(self, scale: float) -> None:
+            super().__init__()
+            self.scale = scale
+            self.norm = torch.nn.LayerNorm(8)
+
+        def forward(self, x: Any) -> Any:
+            return self.norm(x) * self.scale
+
+    x = torch.randn(3, 8)
+    model = Scaled(2.0).eval()
+    _compile_and_check(model, x)
+    model.scale = 3.0
+    assert not _compile_and_check(model, x).cache_hit
+    model.norm.eps = 1e-2
+    _compile_and_check(model, x)
+    model.train()  # training mode is module state too (here the exported program is not)
+    _compile_and_check(model, x)
+    assert cache.STATS["early_hit"] == 0
+    assert _compile_and_check(model, x).cache_hit and cache.STATS["early_hit"] == 1
+
+
+def test_early_key_follows_a_redefined_forward(tmp_cache: Path) -> None:
+    """Two classes of one name whose forward differs (a notebook cell run again)."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 4)
+    for factor in ("2.0", "3.0", "2.0"):
+        namespace: dict[str, Any] = {"torch": torch}
+        exec(f"class Model(torch.nn.Module):\n"  # noqa: S102 - the test's own source
+             f"    def forward(self, x):\n        return x * {factor}\n", namespace)
+        fn = _compile_and_check(namespace["Model"]().eval(), x)
+    assert fn.cache_hit and cache.STATS["early_hit"] == 1
+
+
+def test_early_hit_in_a_new_process(tmp_cache: Path, tmp_path: Path) -> None:
+    """The warm start: a second process finds the code without exporting or loading
+    torch-mlir."""
+    script = tmp_path / "warm.py"
+    script.write_text(
+        "import sys, torch\n"
+        "torch.manual_seed(0)\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()\n"
+        "x = torch.randn(4, 16)\n"
+        "import accel\n"
+        "from accel import cache\n"
+        "fn = accel.compile(m, (x,))\n"
+        "assert torch.allclose(fn(x), m(x), rtol=1e-4, atol=1e-5)\n"
+        "print(cache.STATS['early_hit'], 'torch_mlir' in sys.modules)\n")
+    env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_cache)}
+    runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=env, timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr[-2000:] for r in runs]
+    assert [r.stdout.split() for r in runs] == [["0", "True"], ["1", "False"]]

@@ -39,7 +39,7 @@ class CpuTarget(Target):
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
-        from accel.targets.cpu.jit import compile_mlir
+        from accel.targets.cpu.compile import compile_mlir
 
         return compile_mlir(module, dict(options), weights=weights)
 

@@ -1,27 +1,8 @@
-"""JIT-compiling MLIR for the host CPU: `compile_mlir(source) -> CompiledMLIR`.
-
-    from accel import compile_mlir
-    mod = compile_mlir('''
-      func.func @add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> { ... }''')
-    out = mod.invoke("add", x, y)        # numpy in, numpy out
-
-Input may be at any level the pipelines below cover: linalg/tensor, memref, affine, scf,
-arith/math/cf, or already the LLVM dialect. The steps:
-
-0. `FUSE_ON_TENSORS` (opt_level >= 1): reduce-reduce fusion, unsafe-math rewrites and
-   on linalg-on-tensors, each switched off by its `disable_*` option.
-1. `BUFFERIZE`: tensors -> memrefs at function boundaries too, with ownership-based
-   deallocation (no temporaries leak; each returned buffer is owned by the caller).
-2. Signatures of public `func.func`s are read at this memref level (`accel.runtime`).
-3. `LOWER_TO_LLVM`: loops (affine loops fused by `accel-affine-fusion` at opt_level >= 1),
-   then the LLVM dialect with `_mlir_ciface_<name>` C wrappers.
-4. Translate to LLVM IR, normalise it for llvmlite (`accel.llvm.normalize`), add one
-   `void (ptr)` trampoline per function, optimise at `opt_level` for the host CPU and JIT
-   it with MCJIT.
-
-Results are not turned into out-parameters: this MLIR's `buffer-results-to-out-params`
-either skips public functions or also converts dynamically shaped results (whose shapes the
-caller cannot know), so every memref result comes back as a descriptor the caller owns.
+"""Linking compiled CPU code: `CompiledMLIR` (a JIT-ed module and its callables), the JIT
+itself (llvmlite MCJIT, with the trampolines, soft-float helpers and parallel runtime linked
+in), and reuse of compile-cache entries (`from_cache`). No MLIR bindings are imported here,
+so a cache hit in a new process links code without loading torch-mlir;
+`accel.targets.cpu.compile` runs the MLIR pipelines.
 """
 
 from __future__ import annotations
@@ -37,40 +18,14 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from accel import phases
-from accel.diagnostics import AccelError, from_mlir_error
-from accel.ir import (
-    MLIRError,
-    Module,
-    enable_torch_mlir_extensions,
-    load_torch_dialects,
-    translate_to_llvmir,
-)
+from accel.diagnostics import AccelError
 from accel.llvm import engine as llvmx
-from accel.llvm.normalize import normalize_llvm_ir
-from accel.options import code_options
 from accel.runtime.call import CompiledFunction
-from accel.runtime.signature import Signature, signature_from_json, signature_to_json
+from accel.runtime.signature import Signature, signature_from_json
 from accel.runtime.weights import check_bindings
-from accel.targets.cpu import abi, vecmath
+from accel.targets.cpu import vecmath
 from accel.targets.cpu.abi import soft_float_helpers_ir, trampoline_ir
 from accel.targets.cpu.parallel import PARALLEL_FOR, parallel_runtime_ir
-from accel.targets.cpu.pipelines import pipeline_text, pipelines
-
-
-# -- options --------------------------------------------------------------------------------
-def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`compile_mlir`'s options: the options table's (accel.options) plus `filename`, the
-    file name its diagnostics show (default "<input>")."""
-    from accel import options as table
-
-    if options is not None and not isinstance(options, Mapping):
-        raise table.OptionError(f"options must be a dict, got {type(options).__name__}")
-    given = dict(options or {})
-    filename = given.pop("filename", "<input>")
-    if not isinstance(filename, str):
-        raise table.OptionError(f"option 'filename' must be a str, got {filename!r}")
-    given.setdefault("target", "cpu")
-    return table.resolve(given, extra={"filename": filename})
 
 
 # -- result ---------------------------------------------------------------------------------
@@ -134,66 +89,6 @@ class CompiledMLIR:
         return self[name](*args)
 
 
-# -- compile --------------------------------------------------------------------------------
-def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
-                 weights: Mapping[str, np.ndarray] | None = None) -> CompiledMLIR:
-    """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
-
-    `weights` binds external `memref.global` declarations (no initial value) by name to
-    C-contiguous arrays of their size, which the code then reads in place (accel.weights).
-    Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
-    an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
-    """
-    from accel import cache
-    from accel.context import make_context
-    from accel.pipeline import run_pipeline
-
-    opts = resolve_options(options)
-    filename = opts["filename"]
-    text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
-    key = cache.cache_key(text, code_options(opts)) if opts["cache"] else None
-    if key is not None:
-        compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
-        if compiled is not None:
-            return compiled
-    enable_torch_mlir_extensions()
-    with make_context() as ctx:
-        load_torch_dialects(ctx)
-        module = _load(text, filename)
-        abi.mark_tensor_args_read_only(module)
-        weight_specs = abi.external_globals(module)
-        check_bindings(weight_specs, weights or {}, filename)
-        fuse, bufferize, lower = pipelines(opts)
-        if fuse:
-            with phases.phase("fuse"):
-                run_pipeline(module, pipeline_text(fuse), filename=filename, label="cpu-fuse")
-            phases.snapshot("fuse", module)
-        with phases.phase("bufferize"):
-            run_pipeline(module, pipeline_text(bufferize), filename=filename,
-                         label="cpu-bufferize")
-        phases.snapshot("bufferize", module)
-        signatures = {sig.name: sig for sig in abi.signatures_of(module)}
-        with phases.phase("llvm-dialect"):
-            run_pipeline(module, pipeline_text(lower), filename=filename,
-                         label="cpu-lower-to-llvm")
-            abi.check_all_llvm(module, filename)
-        mlir_llvm = str(module)
-        phases.snapshot("llvm-dialect", mlir_llvm)
-        try:
-            with phases.phase("llvm-ir"):
-                llvm_ir = normalize_llvm_ir(translate_to_llvmir(module))
-        except MLIRError as err:
-            raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
-        phases.snapshot("llvm-ir", llvm_ir, suffix=".ll")
-    compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
-                                         weights=weights, weight_specs=weight_specs)
-    if key is not None:
-        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
-                          "object": base64.b64encode(compiled.object_code).decode(),
-                          "signatures": [signature_to_json(s) for s in signatures.values()]})
-    return compiled
-
-
 def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
                exact: bool = True) -> CompiledMLIR | None:
     """The `CompiledMLIR` of cache entry `key` with `weights` bound, or None (no entry, or
@@ -219,16 +114,6 @@ def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
                                      cache_hit=True, weights=weights, weight_specs=specs,
                                      object_code=base64.b64decode(obj) if isinstance(obj, str)
                                      else None)
-
-
-def _load(source: str | Module, filename: str) -> Module:
-    """Parse into the current context; a given module is copied (lowering is destructive)."""
-    if not isinstance(source, str):
-        source = source.operation.get_asm(enable_debug_info=True)
-    try:
-        return Module.parse(source)
-    except MLIRError as err:
-        raise from_mlir_error(err, filename) from None
 
 
 # -- JIT ------------------------------------------------------------------------------------

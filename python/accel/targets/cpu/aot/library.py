@@ -230,7 +230,7 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
 def _resolve_compiled(compiled: Any, entry: str | None, opt_level: int) -> tuple[Any, str]:
     """(CompiledMLIR, entry function name) from whatever the caller has."""
     if isinstance(compiled, str):
-        from accel.targets.cpu.jit import compile_mlir
+        from accel.targets.cpu.compile import compile_mlir
 
         compiled = compile_mlir(compiled, {"opt_level": opt_level})
     if hasattr(compiled, "compiled") and hasattr(compiled, "func_name"):  # CompiledModule
