@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from accel.cli import exit_with, version_text
+from accel.cli import exit_with, read_input, version_text
 from accel.diagnostics import AccelError, Diagnostic, from_mlir_error, relocate
 
 SPLIT_MARKER = "// -----"
@@ -38,6 +38,29 @@ class Options:
     passes: list[str] = field(default_factory=list)  # short-form elements, in order
 
 
+#: On/off flags: (flag, destination, help).
+_SWITCHES = (
+    ("--list-passes", "list_passes",
+     "print every pass (accel, plugin, upstream) with summary and options"),
+    ("--dump-pass-pipeline", "dump_pass_pipeline",
+     "print the resolved pipeline to stderr before running it"),
+    ("--allow-unregistered-dialect", "allow_unregistered_dialect",
+     "accept ops of dialects that are not registered"),
+    ("--mlir-print-ir-before-all", "mlir_print_ir_before_all",
+     "print the IR before every pass (stderr)"),
+    ("--mlir-print-ir-after-all", "mlir_print_ir_after_all",
+     "print the IR after every pass (stderr)"),
+    ("--mlir-print-ir-after-failure", "mlir_print_ir_after_failure",
+     "print the IR after a pass fails (stderr)"),
+    ("--mlir-print-op-generic", "mlir_print_op_generic", "print ops in generic form"),
+    ("--mlir-print-debuginfo", "mlir_print_debuginfo", "print locations in the output"),
+    ("--mlir-timing", "mlir_timing", "report per-pass wall times (stderr)"),
+    ("--no-verify-each", "verify_each", "do not run the verifier after each pass"),
+    ("--version", "version", "print versions and exit"),
+    ("--debug", "debug", "show Python tracebacks for internal errors"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="accel-opt", description=DESCRIPTION, allow_abbrev=False,
@@ -54,28 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check diagnostics against // expected-error@+1 {{...}} comments")
     p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py",
                    help="import a Python file whose @register_pass passes become available")
-    p.add_argument("--list-passes", action="store_true",
-                   help="print every pass (accel, plugin, upstream) with summary and options")
-    p.add_argument("--dump-pass-pipeline", action="store_true",
-                   help="print the resolved pipeline to stderr before running it")
-    p.add_argument("--allow-unregistered-dialect", action="store_true",
-                   help="accept ops of dialects that are not registered")
-    p.add_argument("--mlir-print-ir-before-all", action="store_true",
-                   help="print the IR before every pass (stderr)")
-    p.add_argument("--mlir-print-ir-after-all", action="store_true",
-                   help="print the IR after every pass (stderr)")
-    p.add_argument("--mlir-print-ir-after-failure", action="store_true",
-                   help="print the IR after a pass fails (stderr)")
-    p.add_argument("--mlir-print-op-generic", action="store_true",
-                   help="print ops in generic form")
-    p.add_argument("--mlir-print-debuginfo", action="store_true",
-                   help="print locations in the output")
-    p.add_argument("--mlir-timing", action="store_true", help="report per-pass wall times (stderr)")
-    p.add_argument("--no-verify-each", dest="verify_each", action="store_false",
-                   help="do not run the verifier after each pass")
-    p.add_argument("--version", action="store_true", help="print versions and exit")
-    p.add_argument("--debug", action="store_true",
-                   help="show Python tracebacks for internal errors")
+    for flag, dest, text in _SWITCHES:
+        p.add_argument(flag, dest=dest, action="store_false" if dest == "verify_each"
+                       else "store_true", help=text)
     return p
 
 
@@ -303,18 +307,6 @@ def verify(expected: list[Expected], diags: list[Diagnostic], filename: str) -> 
 
 
 # -- main ---------------------------------------------------------------------------------
-def read_input(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise AccelError("could not open input file: no such file", file=path) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise AccelError(f"could not read input file: {err}", file=path) from None
-
-
 def resolve_steps(opts: Options) -> list:
     from accel.pipeline import parse_pipeline, pipeline_text, plan
 

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 import numpy as np
-from accel.cli import exit_with, version_text
+from accel.cli import exit_with, read_input, version_text
 from accel.diagnostics import AccelError
 
 DESCRIPTION = """\
@@ -54,15 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one argument, in order: SHAPExDTYPE=VALUES, DTYPE=VALUE or FILE.npy")
     p.add_argument("--opt-level", "-O", type=int, choices=range(4), default=3, metavar="N",
                    help="LLVM optimisation level 0-3 (default: 3)")
-    p.add_argument("--print-ir-after-lowering", action="store_true",
-                   help="print the module in the LLVM dialect to stderr")
-    p.add_argument("--print-llvm-ir", action="store_true",
-                   help="print the LLVM IR handed to the JIT to stderr")
-    p.add_argument("--list-functions", action="store_true",
-                   help="print the callable functions with their signatures and exit")
-    p.add_argument("--version", action="store_true", help="print versions and exit")
-    p.add_argument("--debug", action="store_true",
-                   help="show Python tracebacks for internal errors")
+    for flag, text in (
+            ("--print-ir-after-lowering", "print the module in the LLVM dialect to stderr"),
+            ("--print-llvm-ir", "print the LLVM IR handed to the JIT to stderr"),
+            ("--list-functions", "print the callable functions with their signatures and exit"),
+            ("--version", "print versions and exit"),
+            ("--debug", "show Python tracebacks for internal errors")):
+        p.add_argument(flag, action="store_true", help=text)
     return p
 
 
@@ -166,25 +164,13 @@ def format_result(value: Any, spec: Any) -> str:
 
 
 # -- main -------------------------------------------------------------------------------------
-def read_source(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise AccelError(f"could not open input file '{path}': no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise AccelError(f"could not read input file '{path}': {err}") from None
-
-
 def run_tool(argv: list[str]) -> int:
     """The tool's body: returns the exit code, raises `AccelError` for user errors."""
     args = build_parser().parse_args(argv)
     if args.version:
         print(version_text("accel-run"))
         return 0
-    source = read_source(args.input_file)
+    source = read_input(args.input_file)
     inputs = [parse_input(spec) for spec in args.inputs]
     from accel.targets.cpu.compile import compile_mlir
 

@@ -209,12 +209,16 @@ def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
 
 def store(key: str, payload: Mapping[str, Any]) -> None:
     """Save `payload` under `key`; a cache that cannot be written only logs a warning."""
+    _write(_entry_path(key), payload, "store")
+
+
+def _write(path: Path, payload: Mapping[str, Any], counter: str) -> None:
     try:
-        atomic_write(_entry_path(key), encode_entry(payload))
+        atomic_write(path, encode_entry(payload))
     except OSError as err:
-        log.warning("accel cache: could not write %s: %s", _entry_path(key), err)
+        log.warning("accel cache: could not write %s: %s", path, err)
         return
-    STATS["store"] += 1
+    STATS[counter] += 1
 
 
 # -- front entries: exported program -> cache entry ------------------------------------------
@@ -233,9 +237,4 @@ def lookup_front(key: str) -> dict[str, Any] | None:
 
 def store_front(key: str, payload: Mapping[str, Any]) -> None:
     """Save a front entry; a cache that cannot be written only logs a warning."""
-    try:
-        atomic_write(_front_path(key), encode_entry(payload))
-    except OSError as err:
-        log.warning("accel cache: could not write %s: %s", _front_path(key), err)
-        return
-    STATS["front_store"] += 1
+    _write(_front_path(key), payload, "front_store")

@@ -61,3 +61,19 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
 def exit_with(main: Callable[[list[str]], int]) -> None:
     """Console-script entry: `sys.exit(run_main(main))`."""
     sys.exit(run_main(main))
+
+
+def read_input(path: str) -> str:
+    """A tool's input file (`-`: stdin), as text; `AccelError` located at the file when it
+    cannot be read."""
+    import sys
+
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise AccelError("could not open input file: no such file", file=path) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise AccelError(f"could not read input file: {err}", file=path) from None

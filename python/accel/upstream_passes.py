@@ -2,7 +2,7 @@
 
 The bindings have no API to enumerate registered passes, so `accel-opt --list-passes` reads a
 catalogue generated once from the installed bindings and checked in as a Python literal
-(`accel/_upstream_passes_data.py`; regenerate with `python -m accel._gen_upstream_passes`).
+(`accel/upstream_passes.json`; regenerate with `python -m accel._gen_upstream_passes`).
 
 Why checked-in data rather than a lazily built cache: the bindings are pinned to one exact
 version (pyproject), so the data changes only with the pin, and a reviewable diff then shows
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 #: Shown in place of a summary the generator could not determine reliably.
 NO_SUMMARY = "(upstream pass; no summary available)"
@@ -61,14 +62,21 @@ class UpstreamPass:
 
 
 @cache
-def _catalogue() -> dict[str, UpstreamPass]:
-    from accel._upstream_passes_data import PASSES
+def _data() -> dict[str, Any]:
+    import json
+    from importlib import resources
 
+    return json.loads(resources.files("accel").joinpath("upstream_passes.json")
+                      .read_text(encoding="utf-8"))
+
+
+@cache
+def _catalogue() -> dict[str, UpstreamPass]:
     entries = (
         UpstreamPass(name=name, summary=summary or NO_SUMMARY,
                      options=tuple(UpstreamPassOption(*o) for o in options),
                      anchor=anchor, pipeline=pipeline)
-        for name, summary, anchor, pipeline, options in PASSES
+        for name, summary, anchor, pipeline, options in _data()["passes"]
     )
     return {p.name: p for p in sorted(entries, key=lambda p: p.name)}
 
@@ -90,9 +98,7 @@ def get_upstream_pass(name: str) -> UpstreamPass | None:
 
 def catalogue_version() -> tuple[str, str]:
     """(provider, version) of the bindings the catalogue was generated from."""
-    from accel._upstream_passes_data import PROVIDER, PROVIDER_VERSION
-
-    return PROVIDER, PROVIDER_VERSION
+    return _data()["provider"], _data()["provider_version"]
 
 
 def catalogue_is_current() -> bool:

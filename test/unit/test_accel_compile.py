@@ -16,15 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import samples
 
-ADD = """\
-func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %e = tensor.empty() : tensor<4xf32>
-  %r = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>)
-      -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-
+ADD = samples.ADD + """
 func.func @neg(%a: tensor<4xf32>) -> tensor<4xf32> {
   %e = tensor.empty() : tensor<4xf32>
   %r = linalg.negf ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
@@ -173,13 +167,7 @@ def test_model_py(tmp_path: Path) -> None:
     assert "phase get_model() " in log and "\ncache hit: no\n" in log
     assert "\ntotal " in log and "versions: accel " in log and "llvmlite" in log
 
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import model as user_model  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("model", None)
-    module, (x,) = user_model.get_model()
+    module, (x,) = samples.load_get_model(tmp_path, "model")
     with torch.no_grad():
         want = module(x)
     torch.testing.assert_close(accel.load(out)(x), want, rtol=1e-4, atol=1e-5)

@@ -318,23 +318,7 @@ def test_plan_memory_reuses_dead_blocks() -> None:
 
 
 # -- MLIR input: runtime assertions, dynamic shapes, target CPUs --------------------------
-SAFE_DIV = """
-func.func @safe_div(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<4xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
-                                        affine_map<(i) -> (i)>],
-                       iterator_types = ["parallel"]}
-      ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
-  ^bb0(%x: f32, %y: f32, %o: f32):
-    %ok = arith.cmpf one, %y, %zero : f32
-    cf.assert %ok, "division by zero"
-    %q = arith.divf %x, %y : f32
-    linalg.yield %q : f32
-  } -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-"""
+from samples import SAFE_DIV, load_get_model  # noqa: E402 - shared inputs
 
 
 def test_failed_assertion_returns_status_and_message(tmp_path: Path) -> None:
@@ -434,13 +418,7 @@ def test_example_makefile(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = example / "build"
     assert {"libmlp.so", "mlp.o", "mlp.h"} <= {p.name for p in build.iterdir()}
-    sys.path.insert(0, str(example))
-    try:
-        import mlp as example_model  # examples/aot/mlp.py
-    finally:
-        sys.path.remove(str(example))
-        sys.modules.pop("mlp", None)
-    model, (x,) = example_model.get_model()
+    model, (x,) = load_get_model(example, "mlp")  # examples/aot/mlp.py
     x.numpy().tofile(tmp_path / "in.bin")
     want = eager(model.eval(), [x.numpy()])[0]
     for exe in ("main", "main-static"):

@@ -21,15 +21,7 @@ from accel.diagnostics import AccelError
 from accel.runtime.signature import signature_from_json, signature_to_json
 from accel.targets import cpu as cpu_target
 from accel.targets.cpu.compile import compile_mlir
-
-ADD = """\
-func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %e = tensor.empty() : tensor<4xf32>
-  %r = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>)
-      -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-"""
+from samples import ADD  # noqa: E402 - shared with test_accel_compile
 
 X = np.arange(4, dtype=np.float32)
 Y = np.full(4, 0.5, dtype=np.float32)

@@ -17,6 +17,7 @@ from accel import compile_mlir
 from accel.diagnostics import AccelError
 from accel.llvm.normalize import FORMATS, round_to_format
 from accel.runtime.dtypes import bf16_bits_to_float32, float32_to_bf16_bits
+from samples import sum_source
 
 RNG = np.random.default_rng(1234)
 FLOATS = ["f16", "bf16", "f32", "f64"]
@@ -601,20 +602,8 @@ def test_single_complex_scalar_result() -> None:
 
 def test_disable_fast_math_drops_reassociation_flags() -> None:
     """The unsafe-math pass marks reductions `reassoc` unless fast math is disabled."""
-    src = """
-    func.func @total(%x: tensor<64xf32>) -> tensor<f32> {
-      %zero = arith.constant 0.0 : f32
-      %e = tensor.empty() : tensor<f32>
-      %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
-      %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
-                           iterator_types = ["reduction"]}
-          ins(%x : tensor<64xf32>) outs(%init : tensor<f32>) {
-      ^bb0(%a: f32, %acc: f32):
-        %n = arith.addf %a, %acc : f32
-        linalg.yield %n : f32
-      } -> tensor<f32>
-      return %s : tensor<f32>
-    }"""
+    src = sum_source("total", 64)
+
     fast = compile_mlir(src, {"cache": False, "opt_level": 1})
     strict = compile_mlir(src, {"cache": False, "opt_level": 1, "disable_fast_math": True})
     assert "reassoc" in fast.mlir_llvm and "reassoc" not in strict.mlir_llvm

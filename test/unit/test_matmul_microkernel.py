@@ -444,12 +444,7 @@ def test_grouped_conv_matches_torch(n, c, f, groups, stride, pad, dil):
     torch.manual_seed(1)
     model = torch.nn.Conv2d(c, f, 3, stride=stride, padding=pad, dilation=dil,
                             groups=groups).eval()
-    x = torch.randn(n, c, 30, 30)
-    with phases.recording(keep_ir=True) as rec:
-        fn = accel.compile(model, (x,), options={"cache": False})
-    with torch.no_grad():
-        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=1e-4)
-    bufferized = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+    bufferized = _conv_matches_eager(model, torch.randn(n, c, 30, 30))
     assert "linalg.conv_2d_ngchw_gfchw" not in bufferized
     assert bufferized.count("call @accel_conv_") == 1 and "call @accel_gemm_" in bufferized
 
@@ -458,13 +453,19 @@ def test_small_groups_stay_loops():
     """16 filters per group is the GEMM's min-size: 8 per group stays a loop nest."""
     torch = pytest.importorskip("torch")
     model = torch.nn.Conv2d(32, 32, 3, padding=1, groups=4).eval()
-    x = torch.randn(1, 32, 20, 20)
+    bufferized = _conv_matches_eager(model, torch.randn(1, 32, 20, 20))
+    assert "call @accel_conv_" not in bufferized
+
+
+def _conv_matches_eager(model, x) -> str:
+    """Compile `model` (checked against eager at atol 1e-4); its IR after bufferization."""
+    import torch
+
     with phases.recording(keep_ir=True) as rec:
         fn = accel.compile(model, (x,), options={"cache": False})
     with torch.no_grad():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=1e-4)
-    bufferized = str(next(p.ir for p in rec.phases if p.name == "bufferize"))
-    assert "call @accel_conv_" not in bufferized
+    return str(next(p.ir for p in rec.phases if p.name == "bufferize"))
 
 
 def test_fit_rows_prefers_mr8_when_it_pads_less():

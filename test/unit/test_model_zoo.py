@@ -172,21 +172,12 @@ class BertHidden(torch.nn.Module):
 
 
 @pytest.mark.slow
-def test_tiny_gpt2_lm_head() -> None:
+@pytest.mark.parametrize("explicit_mask", [True, False], ids=["mask", "no-mask"])
+def test_tiny_gpt2_lm_head(explicit_mask: bool) -> None:
+    """With and without an explicit all-ones attention mask; the reference is the plain
+    model call (no mask)."""
     model = _tiny_gpt2()
-    fn = accel.compile(GPT2Logits(model, explicit_mask=True).eval(), (_input_ids(0),),
-                       options=TRANSFORMER_OPTIONS)
-    ids = _input_ids(1)
-    with torch.no_grad():  # the reference is the plain model call, no mask
-        expected = model(input_ids=ids, use_cache=False).logits
-    assert expected.shape == (BATCH, SEQ, VOCAB)
-    _check(fn, model, ids, expected=expected)
-
-
-@pytest.mark.slow
-def test_tiny_gpt2_without_attention_mask() -> None:
-    model = _tiny_gpt2()
-    wrapped = GPT2Logits(model, explicit_mask=False).eval()
+    wrapped = GPT2Logits(model, explicit_mask=explicit_mask).eval()
     fn = accel.compile(wrapped, (_input_ids(0),), options=TRANSFORMER_OPTIONS)
     ids = _input_ids(1)
     with torch.no_grad():

@@ -17,6 +17,7 @@ import pytest
 from accel.llvm import engine as llvmx
 from accel.targets.cpu import jit as cpu
 from accel.targets.cpu import parallel
+from samples import matmul_source
 
 _BODY = """\
 declare void @accel_parallel_for(ptr, ptr, i64)
@@ -132,15 +133,8 @@ def test_thread_count_settings(monkeypatch, restore_threads):
             parallel.set_num_threads(bad)
 
 
-_MATMUL = """
-func.func @mm(%a: tensor<256x200xf32>, %b: tensor<200x300xf32>) -> tensor<256x300xf32> {
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<256x300xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<256x300xf32>) -> tensor<256x300xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<256x200xf32>, tensor<200x300xf32>)
-                     outs(%f : tensor<256x300xf32>) -> tensor<256x300xf32>
-  return %r : tensor<256x300xf32>
-}"""
+_MATMUL = matmul_source("mm", 256, 200, 300)
+
 
 
 @pytest.mark.parametrize("user_memory", [False, True])

@@ -11,24 +11,9 @@ import threading
 import accel
 import numpy as np
 import pytest
+from samples import SAFE_DIV
 
-SOURCE = """
-func.func @safe_div(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<4xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
-                                        affine_map<(i) -> (i)>],
-                       iterator_types = ["parallel"]}
-      ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
-  ^bb0(%x: f32, %y: f32, %o: f32):
-    %ok = arith.cmpf one, %y, %zero : f32
-    cf.assert %ok, "division by zero"
-    %q = arith.divf %x, %y : f32
-    linalg.yield %q : f32
-  } -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-
+SOURCE = SAFE_DIV + """
 func.func @check(%n: i64) -> i64 {
   %c0 = arith.constant 0 : i64
   %ok = arith.cmpi sgt, %n, %c0 : i64

@@ -22,6 +22,7 @@ from accel import compile_mlir
 from accel.context import make_context
 from accel.ir import ir
 from accel.pipeline import run_pipeline
+from samples import matmul_source, sum_source
 
 RNG = np.random.default_rng(20261121)
 N = 4096
@@ -58,20 +59,7 @@ EXP_PRODUCT = _elementwise("f", 2, "    %x = math.exp %in0 : f32\n    %y = math.
                                    "    %r = arith.mulf %x, %y : f32")
 
 
-SUM = """
-func.func @f(%x: tensor<100000xf32>) -> tensor<f32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<f32>
-  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
-  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
-                       iterator_types = ["reduction"]}
-      ins(%x : tensor<100000xf32>) outs(%init : tensor<f32>) {
-  ^bb0(%in: f32, %out: f32):
-    %s = arith.addf %in, %out : f32
-    linalg.yield %s : f32
-  } -> tensor<f32>
-  return %r : tensor<f32>
-}"""
+SUM = sum_source("f", 100000)
 
 LOOP_SUM = """
 func.func @f(%x: memref<?xf32>) -> f32 {
@@ -260,15 +248,8 @@ def test_torch_programs_match_eager(case):
 def test_named_matmul_accumulation_is_reassociated() -> None:
     """linalg.matmul's implicit body accumulates too: its addf gets the reduction flags (a
     batch-1 nn.Linear's dot products then vectorise), and the result stays within 1e-5."""
-    src = """
-    func.func @mv(%x: tensor<1x256xf32>, %w: tensor<256x64xf32>) -> tensor<1x64xf32> {
-      %zero = arith.constant 0.0 : f32
-      %e = tensor.empty() : tensor<1x64xf32>
-      %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<1x64xf32>) -> tensor<1x64xf32>
-      %r = linalg.matmul ins(%x, %w : tensor<1x256xf32>, tensor<256x64xf32>)
-                         outs(%acc : tensor<1x64xf32>) -> tensor<1x64xf32>
-      return %r : tensor<1x64xf32>
-    }"""
+    src = matmul_source("mv", 1, 256, 64, zero="%zero", init="%acc")
+
     with make_context():
         module = ir.Module.parse(src)
         run_pipeline(module, "builtin.module(accel-unsafe-math-canonicalize)")

@@ -26,7 +26,7 @@
 // RANGE: accel-run: error: --input 'i8=300': a value does not fit i8
 // ENTRY: accel-run: error: no public function @nope in {{.*}}errors.mlir (available: @main, @vec)
 // NOCALL: accel-run: error: @vec cannot be called from Python: type vector<4xf32> has no Python mapping
-// MISSING: accel-run: error: could not open input file '{{.*}}does-not-exist.mlir': no such file
+// MISSING: {{.*}}does-not-exist.mlir: error: could not open input file: no such file
 // PARSE: {{.*}}parse-error.mlir:2:8: error: {{.*}}foo.bar
 // PARSE-NOT: Traceback
 // LOWER: {{.*}}not-lowered.mlir:3:8: error: 'linalg.softmax' op was not lowered to the LLVM dialect by the CPU pipeline

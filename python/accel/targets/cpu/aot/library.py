@@ -61,11 +61,8 @@ from accel.targets.cpu.parallel import PARALLEL_FOR, parallel_runtime_ir
 _RESERVED = {"main", "malloc", "free", "abort", "memcpy", "memset", "strncpy"}
 #: `target_cpu` values: the LLVM CPU name and gcc `-march` for each (host: this machine's).
 TARGET_CPUS: dict[str, tuple[str, str]] = {
-    "generic": ("x86-64", "x86-64"),
-    "x86-64": ("x86-64", "x86-64"),
-    "x86-64-v2": ("x86-64-v2", "x86-64-v2"),
-    "x86-64-v3": ("x86-64-v3", "x86-64-v3"),
-    "x86-64-v4": ("x86-64-v4", "x86-64-v4"),
+    "generic": ("x86-64", "x86-64"),  # any x86-64: the baseline level
+    **{level: (level, level) for level in ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")},
     "host": ("", "native"),
 }
 DEFAULT_NAME = "accel_artifact"
