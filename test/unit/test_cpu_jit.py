@@ -161,7 +161,7 @@ def _no_general_path(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
 
 def test_fast_path_serves_plain_tensors_and_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from accel.runtime import call as runtime
+    from accel.runtime import heap as runtime
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
