@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
+
 BODY_ATTR = "accel.rrf_body"
 
 _ID1 = "affine_map<(d0) -> (d0)>"
@@ -321,11 +323,6 @@ def _descriptor(tensor_type: str) -> str:
     return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
 
 
-#: The runtime's fork-join loop (python/accel/targets/cpu/parallel.py).
-PARALLEL_FOR_DECL = ("func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
-                     "!llvm.ptr, index)")
-
-
 def _constants(t: _Text, spec: Spec) -> None:
     consts = {0, 1, spec.block_q, spec.block_k, spec.m // spec.block_q * spec.block_q,
               spec.n // spec.block_k * spec.block_k}
@@ -352,7 +349,6 @@ def render_parallel_attention(spec: Spec, name: str) -> str:
     types = [ty for _, ty in args] + [spec.out_type]
     descs = [_descriptor(ty) for ty in types]
     ctx_t = f"!llvm.struct<({', '.join(descs)})>"
-    fn_t = "(!llvm.ptr, index, index) -> ()"
     out_m = _memref(spec.out_type)
     signature = ", ".join(f"{n}: {ty}" for n, ty in args)
     lines = [f"func.func @fused({signature}) -> {spec.out_type} {{"]
@@ -369,9 +365,7 @@ def render_parallel_attention(spec: Spec, name: str) -> str:
                   f"%p{k} = llvm.getelementptr %ctx[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}",
                   f"llvm.store %d{k}, %p{k} : {desc}, !llvm.ptr"]
     lines += [f"%items = arith.constant {math.prod(spec.batch_shape)} : index",
-              f"%f = func.constant @{name}_entry : {fn_t}",
-              f"func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index)"
-              " -> ()",
+              *fork_join(f"{name}_entry", "%ctx", "%items"),
               f"%res = bufferization.to_tensor %ob restrict writable : {out_m} to "
               f"{spec.out_type}",
               f"return %res : {spec.out_type}", "}",

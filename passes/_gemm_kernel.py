@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
+
 
 @dataclass(frozen=True)
 class Tiles:
@@ -165,7 +167,6 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
     rank = 3 if spec.batch else 2
     desc = _descriptor(rank)
     arr = f"!llvm.array<3 x {desc}>"
-    fn_t = "(!llvm.ptr, index, index) -> ()"
     types = (spec.a_type, spec.b_type, spec.c_type)
     lines = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
              f"%C: {spec.c_type}) {{",
@@ -177,9 +178,7 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
                   f"{arr}",
                   f"    llvm.store %d{v}, %p{v} : {desc}, !llvm.ptr"]
     lines += [f"    %items = arith.constant {split.items} : index",
-              f"    %f = func.constant @{name}_entry : {fn_t}",
-              f"    func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index)"
-              " -> ()",
+              *fork_join(f"{name}_entry", "%ctx", "%items", indent="    "),
               "    return",
               "  }",
               f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
@@ -193,11 +192,6 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
               "    return",
               "  }"]
     return lines
-
-
-#: The runtime's fork-join loop (python/accel/targets/cpu/parallel.py).
-PARALLEL_FOR_DECL = ("  func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), "
-                     "!llvm.ptr, index)")
 
 
 def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
@@ -536,7 +530,6 @@ def _parallel_im2col(s: ConvSpec, name: str, group: int, items: int
     dx_t = _descriptor(3)
     dc_t = _descriptor(2)
     ctx_t = f"!llvm.struct<({dx_t}, {dc_t})>"
-    fn_t = "(!llvm.ptr, index, index) -> ()"
     gep = "llvm.getelementptr %ctx[0, {}] : (!llvm.ptr) -> !llvm.ptr, " + ctx_t
     setup = ["%one = llvm.mlir.constant(1 : i64) : i64",
              f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr",
@@ -544,12 +537,12 @@ def _parallel_im2col(s: ConvSpec, name: str, group: int, items: int
              f"%dc = builtin.unrealized_conversion_cast %cols : {cols_t} to {dc_t}",
              f"llvm.store %dc, %pc : {dc_t}, !llvm.ptr",
              f"%items = arith.constant {items} : index",
-             f"%f = func.constant @{name}_im2col_entry : {fn_t}"]
+             *fork_join(f"{name}_im2col_entry", "%ctx", "%items")[:1]]
     call = [f"%xn = memref.subview %X[%n, 0, 0, 0] [1, {s.c}, {s.h}, {s.w}] [1, 1, 1, 1] : "
             f"{x_t} to {xn_t}",
             f"%dx = builtin.unrealized_conversion_cast %xn : {xn_t} to {dx_t}",
             f"llvm.store %dx, %px : {dx_t}, !llvm.ptr",
-            f"func.call @accel_parallel_for(%f, %ctx, %items) : ({fn_t}, !llvm.ptr, index) -> ()"]
+            *fork_join(f"{name}_im2col_entry", "%ctx", "%items")[1:]]
     funcs = [f"  func.func private @{name}_im2col_entry(%ctx: !llvm.ptr, %lo: index, "
              "%hi: index) {",
              f"    %px = {gep.format(0)}", f"    %pc = {gep.format(1)}",

@@ -52,7 +52,6 @@ from functools import cache
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._gemm_kernel import (
     IM2COL_PARALLEL_MIN,
-    PARALLEL_FOR_DECL,
     PARALLEL_MIN_MACS,
     ConvSpec,
     GemmSpec,
@@ -63,6 +62,7 @@ from accel.passes._gemm_kernel import (
     render_conv,
     render_gemm,
 )
+from accel.passes._parallel_abi import PARALLEL_FOR_DECL
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _MM = ("linalg.matmul", "linalg.batch_matmul")

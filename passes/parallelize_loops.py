@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._affine import bounds, trip_count
 from accel.passes._affine import constant as _constant
-from accel.passes._gemm_kernel import PARALLEL_FOR_DECL
+from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 
 #: Smallest static work (scalar body-op executions of one run of the loop) that goes
@@ -495,9 +495,7 @@ def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> s
         lines += [f"    %p{i} = {gep.format(i)}",
                   f"    llvm.store {value}, %p{i} : {slots[i]}, !llvm.ptr"]
     lines += [f"    %n = arith.constant {trips} : index",
-              f"    %f = func.constant @{name}_entry : {_FN_T}",
-              f"    func.call @accel_parallel_for(%f, %ctx, %n) : ({_FN_T}, !llvm.ptr, index)"
-              " -> ()",
+              *fork_join(f"{name}_entry", "%ctx", "%n", indent="    "),
               "    return",
               "  }",
               f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
