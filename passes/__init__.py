@@ -21,6 +21,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     tile_transposes,
     unsafe_math_canonicalize,
 )
+from accel.passes.rdu import sectioning as _rdu_sectioning  # noqa: E402,F401,I001
 from accel.passes.base import (
     FunctionPass,
     ModulePass,
