@@ -639,7 +639,19 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
         lines.append(f"object: {s.pef_name}.o")
     lines.append(f"total {b.seconds:.3f}s")
     lines += [f"warning: {w}" for w in b.warnings]
+    lines += _target_summary(s.options.get("target", "cpu"), b.compiled)
     return "\n".join(lines) + "\n"
+
+
+def _target_summary(name: str, compiled: Any) -> list[str]:
+    """The target's own summary of the program (e.g. the RDU's sections), when it has one."""
+    from accel import targets
+    from accel.targets.base import Target
+
+    target = targets.get(name)
+    if type(target).report is Target.report:
+        return []
+    return target.report(compiled).splitlines()
 
 
 def write_aot_library(out: Path, s: Settings, b: Build) -> Any:

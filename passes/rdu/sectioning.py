@@ -105,7 +105,8 @@ class Sectioning(ModulePass):
                 rules = partition_rules(self.rule_list)
             except AccelError as err:
                 self.fail(module, str(err))
-        rdu.set_target(module, arch.name, list(factors) if factors else None)
+        with module.location:  # FloatAttr.get needs one for its diagnostics
+            rdu.set_target(module, arch.name, list(factors) if factors else None)
         limits = (resource_limit(arch, "pcus", "forward", factors),
                   resource_limit(arch, "pmus", "forward", factors))
         for op in list(module.regions[0].blocks[0].operations):

@@ -134,8 +134,11 @@ _VOLATILE = re.compile(r'(sym_name = "[^"]*"|index = \d+ : i64|rdu\.est_us = [^,
 
 def structural_hash(op: Operation) -> str:
     """A hash of `op`'s body and signature that ignores names, indices and locations."""
-    text = op.get_asm(print_generic_op_form=True, enable_debug_info=False)
-    return hashlib.sha256(_VOLATILE.sub("", text).encode()).hexdigest()
+    text = op.get_asm(print_generic_op_form=True, enable_debug_info=False, use_local_scope=True,
+                      assume_verified=True)
+    head, _, body = text.partition("\n")  # the first line names the outer operands
+    head = re.sub(r"%[\w#:]+", "%", head)
+    return hashlib.sha256(_VOLATILE.sub("", head + "\n" + body).encode()).hexdigest()
 
 
 def _instance(op: Operation) -> str | None:
@@ -177,6 +180,10 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
         classes.setdefault(structural_hash(outer), []).append((key, outer))
     found: dict[str, list[str]] = {}
     used_names: set[str] = set()
+    labels = {key: ir.ArrayAttr.get([a for inner in sections_of(outer.regions[0].blocks[0])
+                                       if OPS_ATTR in inner.attributes
+                                       for a in inner.attributes[OPS_ATTR]])
+              for key, outer in wrapped}
     for members in classes.values():
         if len(members) < 2:
             _unwrap(members[0][1])
@@ -201,6 +208,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
             for attr in ("pcus", "pmus"):
                 instance.operation.attributes[attr] = outer.attributes[attr]
             instance.operation.attributes[INSTANCE_ATTR] = ir.StringAttr.get(key)
+            instance.operation.attributes[OPS_ATTR] = labels[key]
             for a, b in zip(outer.results, instance.results, strict=True):
                 a.replace_all_uses_with(b)
             outer.erase()
@@ -233,9 +241,12 @@ def _unwrap(outer: Operation) -> None:
 
 
 def renumber(block: ir.Block) -> None:
-    """Sections' `index` in execution order (hypersection instances included)."""
+    """Sections' `index` and `s<index>_` name prefix in execution order (hypersection
+    instances included, named `s<index>_<instance>`)."""
     for n, section in enumerate(sections_of(block)):
         section.attributes["index"] = rdu._i64(n)
+        name = re.sub(r"^s\d+_", "", section.attributes["sym_name"].value)
+        section.attributes["sym_name"] = ir.StringAttr.get(f"s{n}_{name}")
 
 
 # -- outlining for emulation ----------------------------------------------------------------

@@ -111,6 +111,7 @@ def _hypersections_on(options: Mapping[str, Any]) -> bool:
 
 def compile_program(module_text: str, options: Mapping[str, Any],
                     weights: Mapping[str, np.ndarray] | None) -> RduProgram:
+    from accel import phases
     from accel.context import make_context
     from accel.ir import Module, MLIRError, enable_torch_mlir_extensions, load_torch_dialects
     from accel.passes.rdu import sections as sec
@@ -144,14 +145,19 @@ def compile_program(module_text: str, options: Mapping[str, Any],
         # rdu.section ops with operands of different types do not pass the IRDL verifier
         # (docs/rdu.md, "Limits"); the rdu module verifier (resources, indices,
         # hypersections) still runs, and the outlined program is verified by the CPU target.
-        run_passes(module, passes, RunConfig(filename=filename, reproducer=False,
-                                             verify_each=False))
-        sectioned_ir = module.operation.get_asm(enable_debug_info=False, assume_verified=True)
-        sections, hypers = read_sections(module.operation)
-        place(sections, module.operation, arch, options.get("n_chips", 1))
-        with module.operation.location:
+        with phases.phase("rdu-sections"):
+            run_passes(module, passes, RunConfig(filename=filename, reproducer=False,
+                                                 verify_each=False))
+            sectioned_ir = module.operation.get_asm(enable_debug_info=False,
+                                                    assume_verified=True)
+            sections, hypers = read_sections(module.operation)
+            place(sections, module.operation, arch, options.get("n_chips", 1))
+        phases.snapshot("rdu-sections", sectioned_ir)
+        with phases.phase("rdu-outline"), module.operation.location:
             sec.outline(module.operation)
-        emulation_ir = module.operation.get_asm(enable_debug_info=False, assume_verified=True)
+            emulation_ir = module.operation.get_asm(enable_debug_info=False,
+                                                    assume_verified=True)
+        phases.snapshot("rdu-outline", emulation_ir)
     cpu = {k: options[k] for k in CPU_OPTIONS if k in options}
     emulation = compile_mlir(emulation_ir, {**cpu, "filename": filename}, weights=weights)
     return RduProgram(emulation, arch, arch_limits(arch, factors), sections, hypers,
@@ -183,8 +189,8 @@ def read_sections(module: Any) -> tuple[list[Section], dict[str, list[str]]]:
             ref = op.attributes["hypersection"].value if "hypersection" in op.attributes \
                 else None
             inner = sec.sections_of(bodies[ref].regions[0].blocks[0]) if ref else [op]
-            ops = [str(a.value) for s in inner for a in (s.attributes[sec.OPS_ATTR]
-                   if sec.OPS_ATTR in s.attributes else [])]
+            ops = [str(a.value) for a in (op.attributes[sec.OPS_ATTR]
+                                          if sec.OPS_ATTR in op.attributes else [])]
             est = sum(_attr(s, sec.EST_ATTR, 0.0) for s in inner)
             name = _attr(op, "sym_name")
             found.append(Section(name, _attr(op, "index", 0), _attr(op, "phase", "forward"),

@@ -21,12 +21,12 @@ def summary(program: Any) -> str:
         f"rdu: {len(program.sections)} sections, {len(program.hypersections)} hypersections, "
         f"estimated {total_us(program.sections):.2f} us per run "
         f"on {1 + max((s.chip for s in program.sections), default=0)} chip(s)",
-        "rdu:  index name                     phase    chip  PCU  PMU   est_us  ops",
+        "rdu:  index name                         phase    chip  PCU  PMU   est_us  ops",
     ]
     for s in program.sections:
         ops = ", ".join(s.ops[:4]) + (f", ... ({len(s.ops)})" if len(s.ops) > 4 else "")
         name = s.name + (f" -> @{s.hypersection}" if s.hypersection else "")
-        lines.append(f"rdu: {s.index:6d} {name:24.24s} {s.phase:8s} {s.chip:4d} {s.pcu:4d} "
+        lines.append(f"rdu: {s.index:6d} {name:28.28s} {s.phase:8s} {s.chip:4d} {s.pcu:4d} "
                      f"{s.pmu:4d} {s.est_us + s.transfer_us:8.2f}  {ops}")
     for name, members in program.hypersections.items():
         lines.append(f"rdu: hypersection @{name}: {len(members)} instances "
