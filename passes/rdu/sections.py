@@ -217,7 +217,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
 
 def _hypersection_name(key: str, used: set[str]) -> str:
     """`h.0` -> `h`: the container the repeated instances live in."""
-    base = re.sub(r"\.\d+$", "", key).replace(".", "_") or "layer"
+    base = re.sub(r"(\.\d+|#\d+)$", "", key).replace(".", "_") or "layer"
     name, n = base, 1
     while name in used:
         n += 1
