@@ -1,0 +1,20 @@
+// RUN: accel-opt %s --split-input-file --verify-diagnostics -rdu-sectioning='level=o3 scaling=0.002,1,1'
+// RUN: not accel-opt %s --split-input-file -rdu-sectioning='level=o2' 2>&1 | FileCheck %s --check-prefix=LEVEL
+// RUN: not accel-opt %s --split-input-file -rdu-sectioning='level=o1 rule-list=nope' 2>&1 | FileCheck %s --check-prefix=RULES
+// RUN: not accel-opt %s --split-input-file -rdu-sectioning='scaling=1,1' 2>&1 | FileCheck %s --check-prefix=SCALING
+// RUN: not accel-opt %s --split-input-file -rdu-sectioning='arch=sn99' 2>&1 | FileCheck %s --check-prefix=ARCH
+
+// LEVEL: error: level must be one of o0, o1, o3, got 'o2'
+// RULES: error: unknown o1 rule list 'nope' (shipped: default, nlp, gpt2, bloom, gpt_neox_inference, gpt_neox_training; or a path to a .yaml file)
+// SCALING: error: scaling needs 3 floats (forward, backward, optimizer) or 4 (forward, backward, gradient normalisation, optimizer), got 2
+// ARCH: error: unknown RDU architecture 'sn99' (known: sn10, sn20, sn30, sn40l)
+
+#add = loc("torch.op:aten.add.Tensor|add||=M":1:0)
+
+// An operator that alone needs more than a section may use (2 PMUs after scaling, it needs
+// 3: two inputs and one output buffer) cannot be placed.
+// expected-error @+1 {{rdu: operator add:add needs 1 PCUs and 3 PMUs, more than one section may use on sn40l (2 PCUs, 2 PMUs after scaling)}}
+func.func @too_big(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %a, %b : tensor<4xf32> loc(#add)
+  return %0 : tensor<4xf32>
+}
