@@ -581,6 +581,8 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
     from accel.cache import atomic_write
     from accel.compiled_module import CompiledModule
 
+    if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
+        b.compiled.artifact_name = s.pef_name
     module = CompiledModule(None, b.compiled, None, b.entry, s.options)
     module.set_module_text(b.model_mlir)
     save(out, module)

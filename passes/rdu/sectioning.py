@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.diagnostics import AccelError
 from accel.dialects import rdu
 from accel.dialects.rdu_arch import (
     ARCHS,
@@ -42,7 +43,6 @@ from accel.dialects.rdu_arch import (
     resource_limit,
     scaling_factors_error,
 )
-from accel.diagnostics import AccelError
 from accel.ir import Operation, ir
 from accel.passes.base import ModulePass, register_pass
 from accel.passes.rdu import operators, partition, sections
@@ -142,9 +142,10 @@ class Sectioning(ModulePass):
             name = f"s{index}_{group.label}"
             if not est.fits(*limits):
                 members = ", ".join(graph.operators[i].label for i in group.operators)
-                raise AccelError(f"section {name} ({members}) needs {est.pcus} PCUs and {est.pmus} PMUs but a section may "
-                                 f"use {limits[0]} PCUs and {limits[1]} PMUs on {arch.name}; "
-                                 "use -o3 or a larger --resources-scaling-factors")
+                raise AccelError(f"section {name} ({members}) needs {est.pcus} PCUs and "
+                                 f"{est.pmus} PMUs but a section may use {limits[0]} PCUs "
+                                 f"and {limits[1]} PMUs on {arch.name}; use -o3 or larger "
+                                 "--resources-scaling-factors")
             attrs = {
                 "pcus": rdu._i64(est.pcus), "pmus": rdu._i64(est.pmus),
                 sections.EST_ATTR: ir.FloatAttr.get(ir.F64Type.get(), round(est.est_us, 4)),

@@ -35,8 +35,10 @@ PEF_VERSION = 1
 SECTIONS_JSON = "sections.json"
 
 
-def pef_name(folder: Path) -> str:
-    return f"{folder.resolve().name or 'model'}.pef"
+def pef_name(program: Any, folder: Path) -> str:
+    """`<pef-name>.pef` (accel-compile sets `artifact_name`), else the folder's name."""
+    name = getattr(program, "artifact_name", None) or folder.resolve().name or "model"
+    return f"{name}.pef"
 
 
 def pef_document(program: Any) -> dict[str, Any]:
@@ -58,7 +60,7 @@ def save(program: Any, folder: Path) -> dict[str, Any]:
     from accel.artifact import sha256
     from accel.cache import atomic_write
 
-    name = pef_name(folder)
+    name = pef_name(program, folder)
     pef = (json.dumps(pef_document(program), indent=1) + "\n").encode()
     table = (json.dumps(program.sections_json(), indent=2) + "\n").encode()
     atomic_write(folder / name, pef)

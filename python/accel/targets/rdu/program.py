@@ -66,6 +66,8 @@ class RduProgram:
     sectioned_ir: str
     emulation_ir: str
     options: dict[str, Any] = field(default_factory=dict)
+    #: The artifact's name (accel-compile's --pef-name): the PEF file is `<name>.pef`.
+    artifact_name: str | None = None
 
     @property
     def functions(self) -> Mapping[str, Any]:
@@ -113,7 +115,7 @@ def compile_program(module_text: str, options: Mapping[str, Any],
                     weights: Mapping[str, np.ndarray] | None) -> RduProgram:
     from accel import phases
     from accel.context import make_context
-    from accel.ir import Module, MLIRError, enable_torch_mlir_extensions, load_torch_dialects
+    from accel.ir import MLIRError, Module, enable_torch_mlir_extensions, load_torch_dialects
     from accel.passes.rdu import sections as sec
     from accel.passes.rdu.sectioning import Hypersections, Sectioning
     from accel.pipeline import RunConfig, run_passes
