@@ -99,27 +99,33 @@ def _buffer_pmus(size: int, arch: Arch, depth: int = 1) -> int:
     return max(1, math.ceil(depth * size / pmu_bytes(arch)))
 
 
+def combine(stage_flops: Sequence[int], io_bytes: Sequence[int],
+            intermediate_bytes: Sequence[int], arch: Arch) -> Estimate:
+    """The estimate of a section from its stages' FLOPs, the sizes of its DRAM inputs and
+    outputs, and the sizes of the tensors its stages pass each other."""
+    stages = [(f, stage_pcus(f, arch)) for f in stage_flops]
+    pcus = sum(p for _, p in stages)
+    pmus = sum(_buffer_pmus(size, arch) for size in io_bytes)
+    pmus += sum(_buffer_pmus(size, arch, STAGE_DEPTH) for size in intermediate_bytes)
+    rate = pcu_flops_per_cycle(arch) * arch.clock_ghz * 1e3  # FLOPs per us per PCU
+    compute_us = max((f / (p * rate) for f, p in stages), default=0.0)
+    dram = sum(io_bytes)
+    dram_us = dram / (arch.dram_gbps * 1e3)
+    cycles = len(stages) * STAGE_LATENCY_CYCLES + SECTION_SWITCH_CYCLES
+    fill_us = cycles / (arch.clock_ghz * 1e3)
+    return Estimate(pcus, pmus, max(compute_us, dram_us) + fill_us, sum(stage_flops), dram,
+                    len(stages))
+
+
 def estimate(ops: Sequence[Operation], inputs: Iterable[Value], outputs: Iterable[Value],
              arch: Arch) -> Estimate:
     """The estimate of a section made of `ops` (compute ops, in program order) reading
     `inputs` from DRAM and writing `outputs` back."""
-    inputs, outputs = list(inputs), list(outputs)
     inside = set(ops)
-    stage_flops = [flops(op) for op in ops]
-    stages = [(f, stage_pcus(f, arch)) for f in stage_flops]
-    pcus = sum(p for _, p in stages)
-    pmus = sum(_buffer_pmus(nbytes(v), arch) for v in inputs + outputs)
-    for op in ops:
-        for result in op.results:
-            if any(use.owner.operation in inside for use in result.uses):
-                pmus += _buffer_pmus(nbytes(result), arch, STAGE_DEPTH)
-    rate = pcu_flops_per_cycle(arch) * arch.clock_ghz * 1e3  # FLOPs per us per PCU
-    compute_us = max((f / (p * rate) for f, p in stages), default=0.0)
-    dram = sum(nbytes(v) for v in inputs + outputs)
-    dram_us = dram / (arch.dram_gbps * 1e3)
-    fill_us = (len(ops) * STAGE_LATENCY_CYCLES + SECTION_SWITCH_CYCLES) / (arch.clock_ghz * 1e3)
-    return Estimate(pcus, pmus, max(compute_us, dram_us) + fill_us, sum(stage_flops), dram,
-                    len(ops))
+    intermediate = [nbytes(r) for op in ops for r in op.results
+                    if any(use.owner.operation in inside for use in r.uses)]
+    return combine([flops(op) for op in ops],
+                   [nbytes(v) for v in list(inputs) + list(outputs)], intermediate, arch)
 
 
 def transfer_us(size: int, arch: Arch) -> float:

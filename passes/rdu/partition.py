@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from accel.diagnostics import AccelError
 from accel.dialects.rdu_arch import Arch
 from accel.ir import Operation, Value
-from accel.passes.rdu.cost import Estimate, estimate
+from accel.passes.rdu.cost import Estimate
 from accel.passes.rdu.operators import VIEW_KINDS, Graph, _owner, used_values
 from accel.passes.rdu.rules import Element, Rule, Tree
 
@@ -93,10 +93,69 @@ def _top(op: Operation) -> Operation:
     return op
 
 
+@dataclass
+class _Facts:
+    """What the estimate of any group needs from one operator, computed once: sections are
+    estimated many times while -o3 grows them."""
+
+    flops: list[int]
+    #: (value, its producer's operator or None, bytes) for each value read from outside.
+    inputs: list[tuple[Value, int | None, int]]
+    #: (bytes, consumers' operators; -1 for a use outside compute ops, e.g. the return).
+    results: list[tuple[int, set[int]]]
+
+
+def _facts(graph: Graph) -> list[_Facts]:
+    cached = getattr(graph, "_facts", None)
+    if cached is not None:
+        return cached
+    from accel.passes.rdu.cost import flops
+    from accel.passes.rdu.operators import nbytes
+
+    facts = []
+    for operator in graph.operators:
+        ops = operator.ops
+        inputs, _ = group_io(graph, ops)
+        ins = []
+        for value in inputs:
+            src = _owner(value)
+            top = _top(src) if src is not None else None
+            ins.append((value, graph.owner.get(top) if top is not None else None,
+                        nbytes(value)))
+        results = []
+        for op in ops:
+            for result in op.results:
+                users = {graph.owner.get(_top(u.owner.operation), -1) for u in result.uses}
+                results.append((nbytes(result), users))
+        facts.append(_Facts([flops(op) for op in ops], ins, results))
+    graph._facts = facts  # type: ignore[attr-defined]
+    return facts
+
+
 def estimate_group(graph: Graph, members: list[int], arch: Arch) -> Estimate:
-    ops = group_ops(graph, members)
-    inputs, outputs = group_io(graph, ops)
-    return estimate(ops, inputs, outputs, arch)
+    """The estimate of the section `members` would form (as `cost.estimate` of its ops)."""
+    from accel.passes.rdu.cost import combine
+
+    facts = _facts(graph)
+    inside = set(members)
+    stage_flops: list[int] = []
+    io: list[int] = []
+    seen: set[Value] = set()
+    intermediate: list[int] = []
+    for m in sorted(members):
+        fact = facts[m]
+        stage_flops += fact.flops
+        for value, producer, size in fact.inputs:
+            if producer in inside or value in seen:
+                continue
+            seen.add(value)
+            io.append(size)
+        for size, users in fact.results:
+            if users - inside:
+                io.append(size)
+            if users & inside:
+                intermediate.append(size)
+    return combine(stage_flops, io, intermediate, arch)
 
 
 # -- o0 -------------------------------------------------------------------------------------

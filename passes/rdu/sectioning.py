@@ -46,7 +46,6 @@ from accel.dialects.rdu_arch import (
 from accel.ir import Operation, ir
 from accel.passes.base import ModulePass, register_pass
 from accel.passes.rdu import operators, partition, sections
-from accel.passes.rdu.cost import estimate
 from accel.passes.rdu.rules import Rule
 
 LEVELS = ("o0", "o1", "o3")
@@ -137,8 +136,7 @@ class Sectioning(ModulePass):
         block = fn.regions[0].blocks[0]
         for index, group in enumerate(groups):
             ops = partition.group_ops(graph, group.operators)
-            inputs, outputs = partition.group_io(graph, ops)
-            est = estimate(ops, inputs, outputs, arch)
+            est = partition.estimate_group(graph, group.operators, arch)
             name = f"s{index}_{group.label}"
             if not est.fits(*limits):
                 members = ", ".join(graph.operators[i].label for i in group.operators)
