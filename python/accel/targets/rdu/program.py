@@ -159,9 +159,12 @@ def compile_program(module_text: str, options: Mapping[str, Any],
             sec.outline(module.operation)
             emulation_ir = module.operation.get_asm(enable_debug_info=False,
                                                     assume_verified=True)
+            # Compiled with locations, so a CPU diagnostic points at the user's source.
+            located_ir = module.operation.get_asm(enable_debug_info=True,
+                                                  assume_verified=True)
         phases.snapshot("rdu-outline", emulation_ir)
     cpu = {k: options[k] for k in CPU_OPTIONS if k in options}
-    emulation = compile_mlir(emulation_ir, {**cpu, "filename": filename}, weights=weights)
+    emulation = compile_mlir(located_ir, {**cpu, "filename": filename}, weights=weights)
     return RduProgram(emulation, arch, arch_limits(arch, factors), sections, hypers,
                       sectioned_ir, emulation_ir, _json_options(options))
 
