@@ -158,7 +158,7 @@ class Sectioning(ModulePass):
                 if len(keys) == 1 and None not in keys:
                     attrs[sections.INSTANCE_ATTR] = ir.StringAttr.get(keys.pop())
             sections.form_section(block, ops, graph.free, name=name, index=index,
-                                  attributes=attrs)
+                                  attributes=attrs, buffers=True)
         sections.erase_dead_free(block, graph.free)
 
 

@@ -56,9 +56,11 @@ def _nested(op: Operation) -> list[Operation]:
 
 
 def form_section(block: ir.Block, ops: Sequence[Operation], free: set[Operation], *,
-                 name: str, index: int, attributes: dict[str, ir.Attribute] | None = None
-                 ) -> rdu.SectionOp:
-    """Move `ops` (top-level ops of `block`, program order) into a new `rdu.section`."""
+                 name: str, index: int, attributes: dict[str, ir.Attribute] | None = None,
+                 buffers: bool = False) -> rdu.SectionOp:
+    """Move `ops` (top-level ops of `block`, program order) into a new `rdu.section`;
+    with `buffers`, each result another op of the section reads goes through an
+    `rdu.stage_buffer` (depth 2: double buffering between pipeline stages)."""
     inside = set(ops)
     inputs: list[Value] = []
     for op in ops:
@@ -109,11 +111,42 @@ def form_section(block: ir.Block, ops: Sequence[Operation], free: set[Operation]
                     clone = materialise(src)
                     nested.operands[i] = clone.results[list(src.results).index(value)]
     rdu.yield_(outputs, loc=ops[-1].location, ip=InsertionPoint(body))
+    if buffers:
+        _buffer_stages(body, ops)
     for k, value in enumerate(outputs):
         for use in list(value.uses):
             if _top(use.owner.operation, block) != section.operation:
                 use.owner.operands[use.operand_number] = section.results[k]
     return section
+
+
+def _buffer_stages(body: ir.Block, ops: Sequence[Operation]) -> None:
+    """A stage buffer after each op whose result feeds another op of the section."""
+    inside = set(ops)
+    for op in ops:
+        for result in op.results:
+            uses = [u for u in result.uses if _top(u.owner.operation, body) in inside]
+            if not uses:
+                continue
+            buffered = rdu.stage_buffer(result, 2, loc=op.location, ip=InsertionPoint(op))
+            buffered.owner.move_after(op)
+            for use in uses:
+                use.owner.operands[use.operand_number] = buffered
+
+
+def strip_stage_buffers(root: Operation) -> None:
+    """Replace every `rdu.stage_buffer` by its operand (the host has no PMUs)."""
+    found: list[Operation] = []
+
+    def visit(op: Operation) -> ir.WalkResult:
+        if op.name == "rdu.stage_buffer":
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in found:
+        op.results[0].replace_all_uses_with(op.operands[0])
+        op.erase()
 
 
 def erase_dead_free(block: ir.Block, free: set[Operation]) -> None:
@@ -253,6 +286,7 @@ def renumber(block: ir.Block) -> None:
 def outline(module: Operation) -> list[str]:
     """Every section body -> a private func; sections -> calls. Returns the function names
     the sections became, in execution order of the top level."""
+    strip_stage_buffers(module)
     top = module.regions[0].blocks[0]
     hypers = [op.operation for op in top.operations if op.operation.name == "rdu.hypersection"]
     names: dict[str, str] = {}

@@ -13,8 +13,13 @@
 
 // A chain of three operators (view rides with gelu): o0 cuts one section per operator,
 // o1's default list (MHA only) has nothing to fuse, o3 keeps the whole graph in one section.
+// Inside a section, a tensor passed from one stage to the next goes through a
+// double-buffered PMU stage buffer.
 // O0-LABEL: func.func @chain
 // O0: %[[S0:.*]] = "rdu.section"(%arg0)
+// O0: %[[T:.*]] = math.tanh
+// O0-NEXT: %[[B:.*]] = "rdu.stage_buffer"(%[[T]]) {depth = 2 : i64}
+// O0-NEXT: math.absf %[[B]]
 // O0: rdu.ops = ["gelu:gelu", "view:view"]{{.*}}sym_name = "s0_gelu"
 // O0: %[[S1:.*]] = "rdu.section"(%[[S0]])
 // O0: sym_name = "s1_softmax"

@@ -28,6 +28,15 @@ def summary(program: Any) -> str:
         name = s.name + (f" -> @{s.hypersection}" if s.hypersection else "")
         lines.append(f"rdu: {s.index:6d} {name:28.28s} {s.phase:8s} {s.chip:4d} {s.pcu:4d} "
                      f"{s.pmu:4d} {s.est_us + s.transfer_us:8.2f}  {ops}")
+    chips = sorted({s.chip for s in program.sections})
+    if len(chips) > 1:
+        times = {c: sum(s.est_us + s.transfer_us for s in program.sections if s.chip == c)
+                 for c in chips}
+        for c in chips:
+            count = sum(1 for s in program.sections if s.chip == c)
+            lines.append(f"rdu: chip {c}: {count} sections, {times[c]:.2f} us")
+        lines.append(f"rdu: pipelined over {len(chips)} chips: one input every "
+                     f"{max(times.values()):.2f} us")
     for name, members in program.hypersections.items():
         lines.append(f"rdu: hypersection @{name}: {len(members)} instances "
                      f"({', '.join(members)}), compiled once")
