@@ -98,6 +98,7 @@ def test_two_chips_balance_and_transfers(mlp: Any) -> None:
     assert chips == sorted(chips) and set(chips) == {0, 1}
     first = next(s for s in program.sections if s.chip == 1)
     assert first.transfer_us > 0  # its input comes from chip 0
+    assert "rdu: pipelined over 2 chips: one input every" in targets.get("rdu").report(program)
 
 
 @pytest.mark.parametrize(("options", "message"), [
