@@ -109,11 +109,12 @@ def is_free(op: Operation, free: set[Operation]) -> bool:
         return not (op.name == "arith.constant" and "value" in op.attributes
                     and "dense_resource" in str(op.attributes["value"]))
     if op.name == "linalg.fill":
-        return all(_owner(v) in free for v in op.operands)
+        return all(defining_op(v) in free for v in op.operands)
     return False
 
 
-def _owner(value: Value) -> Operation | None:
+def defining_op(value: Value) -> Operation | None:
+    """The op that defines `value`, None for a block argument."""
     owner = value.owner
     return owner.operation if isinstance(owner, Operation | OpView) else None
 
@@ -123,7 +124,7 @@ def is_weight(op: Operation) -> bool:
     if op.name == "memref.get_global":
         return True
     if op.name == "bufferization.to_tensor":
-        src = _owner(op.operands[0])
+        src = defining_op(op.operands[0])
         return src is not None and src.name == "memref.get_global"
     return False
 
@@ -150,7 +151,7 @@ class Graph:
     def producers(self, op: Operation) -> set[int]:
         found = set()
         for value in used_values(op):
-            src = _owner(value)
+            src = defining_op(value)
             if src in self.owner:
                 found.add(self.owner[src])
         return found

@@ -26,7 +26,7 @@ from accel.diagnostics import AccelError
 from accel.dialects.rdu_arch import Arch
 from accel.ir import Operation, Value
 from accel.passes.rdu.cost import Estimate
-from accel.passes.rdu.operators import VIEW_KINDS, Graph, _owner, used_values
+from accel.passes.rdu.operators import VIEW_KINDS, Graph, defining_op, used_values
 from accel.passes.rdu.rules import Element, Rule, Tree
 
 #: A module path that is one item of a repeated container (`h.3`, `layers.0`).
@@ -72,7 +72,7 @@ def group_io(graph: Graph, ops: list[Operation]) -> tuple[list[Value], list[Valu
     seen: set[Value] = set()
     for op in ops:
         for value in used_values(op):
-            src = _owner(value)
+            src = defining_op(value)
             if src in inside or src in graph.free or value in seen:
                 continue
             if src is None and value.owner.owner.operation in inside:
@@ -118,7 +118,7 @@ def _facts(graph: Graph) -> list[_Facts]:
         inputs, _ = group_io(graph, ops)
         ins = []
         for value in inputs:
-            src = _owner(value)
+            src = defining_op(value)
             top = _top(src) if src is not None else None
             ins.append((value, graph.owner.get(top) if top is not None else None,
                         nbytes(value)))

@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 
 from accel.dialects import rdu
-from accel.ir import InsertionPoint, Operation, OpView, Value, func, ir
-from accel.passes.rdu.operators import _owner, used_values
+from accel.ir import InsertionPoint, Operation, Value, func, ir
+from accel.passes.rdu.operators import defining_op, used_values
 
 INSTANCE_ATTR = "rdu.instance"
 OPS_ATTR = "rdu.ops"
@@ -65,7 +65,7 @@ def form_section(block: ir.Block, ops: Sequence[Operation], free: set[Operation]
     inputs: list[Value] = []
     for op in ops:
         for value in used_values(op):
-            src = _owner(value)
+            src = defining_op(value)
             if src is not None and (src in free or _top(src, block) in inside):
                 continue
             if src is None and _top(value.owner.owner.operation, block) in inside:
@@ -89,12 +89,12 @@ def form_section(block: ir.Block, ops: Sequence[Operation], free: set[Operation]
     def materialise(src: Operation) -> Operation:
         if src not in clones:
             for value in src.operands:
-                inner = _owner(value)
+                inner = defining_op(value)
                 if inner is not None and inner in free:
                     materialise(inner)
             clone = src.clone(ip=InsertionPoint(first))
             for i, value in enumerate(src.operands):
-                inner = _owner(value)
+                inner = defining_op(value)
                 if inner is not None and inner in clones:
                     clone.operands[i] = clones[inner].results[list(inner.results).index(value)]
             clones[src] = clone
@@ -106,7 +106,7 @@ def form_section(block: ir.Block, ops: Sequence[Operation], free: set[Operation]
                 if value in mapping:
                     nested.operands[i] = mapping[value]
                     continue
-                src = _owner(value)
+                src = defining_op(value)
                 if src is not None and src in free:
                     clone = materialise(src)
                     nested.operands[i] = clone.results[list(src.results).index(value)]
@@ -351,6 +351,3 @@ def _to_func(module: Operation, op: Operation, name: str, args: list[Value]) -> 
     if op.name == "rdu.hypersection":
         op.erase()
 
-
-def is_op(value: object) -> bool:
-    return isinstance(value, Operation | OpView)
