@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from accel.frontend.provenance import Provenance, parse
 from accel.ir import Operation, OpView, Value, ir
@@ -147,6 +148,8 @@ class Graph:
     free: set[Operation]
     weights: set[Operation]
     body: list[Operation]              # the function's ops, terminator excluded
+    #: Derived per-operator facts the partitioners compute once (partition._facts).
+    cache: dict[str, Any] = field(default_factory=dict)
 
     def producers(self, op: Operation) -> set[int]:
         found = set()

@@ -106,7 +106,7 @@ class _Facts:
 
 
 def _facts(graph: Graph) -> list[_Facts]:
-    cached = getattr(graph, "_facts", None)
+    cached = graph.cache.get("facts")
     if cached is not None:
         return cached
     from accel.passes.rdu.cost import flops
@@ -128,7 +128,7 @@ def _facts(graph: Graph) -> list[_Facts]:
                 users = {graph.owner.get(_top(u.owner.operation), -1) for u in result.uses}
                 results.append((nbytes(result), users))
         facts.append(_Facts([flops(op) for op in ops], ins, results))
-    graph._facts = facts  # type: ignore[attr-defined]
+    graph.cache["facts"] = facts
     return facts
 
 
