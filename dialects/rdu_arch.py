@@ -11,6 +11,19 @@ Sources and assumptions, number by number:
 - `sn30`: ASSUMED 1280 PCUs, 1280 PMUs, 640 MB, i.e. two `sn10`-class dies; no published unit
   counts were found.
 
+Performance numbers (the cost model of `accel.passes.rdu.cost` reads them):
+
+- `peak_tflops` (BF16, per chip): sn10 320 (Hot Chips 33, 2021: "> 320"), sn40l 638 (Hot Chips
+  2024 SN40L talk, slide 2); sn30 640 derived as two sn10 dies (The Next Platform, 2022:
+  "about twice SN10's resources"), so ASSUMED; sn20 ASSUMED equal to sn10.
+- `dram_gbps`, the off-chip bandwidth sections exchange tensors through: sn40l 1600 GB/s HBM
+  ASSUMED (the HC2024 slide 3 "1600 GB/s" figure, unconfirmed as per-socket HBM); sn10 and
+  sn20 154 GB/s ASSUMED (6 DDR4 channels, ISSCC 2022, at an assumed DDR4-3200: 6 x 25.6);
+  sn30 307 GB/s ASSUMED (two sn10 dies).
+- `clock_ghz`: not published for any RDU; ASSUMED 1.0 GHz (Plasticine, ISCA 2017, ran at
+  1 GHz).
+- `link_gbps`, chip-to-chip bandwidth for `--n-chips`: not published; ASSUMED 100 GB/s.
+
 `Arch.assumed` names the fields of each entry whose value is assumed rather than published, so
 reports built on the table can say so.
 
@@ -44,6 +57,10 @@ class Arch:
     sram_mb: int
     #: Fields whose value is assumed, not published (empty: every number is published).
     assumed: tuple[str, ...] = ()
+    peak_tflops: float = 320.0
+    dram_gbps: float = 154.0
+    clock_ghz: float = 1.0
+    link_gbps: float = 100.0
 
     def units(self, resource: str) -> int:
         """Units of `resource` ('pcus' or 'pmus') on one chip."""
@@ -52,11 +69,20 @@ class Arch:
         return self.pcus if resource == "pcus" else self.pmus
 
 
+#: Not published for any RDU (see the module docstring): ASSUMED everywhere.
+_ALWAYS_ASSUMED = ("clock_ghz", "link_gbps")
+
 ARCHS: dict[str, Arch] = {
-    "sn10": Arch("sn10", pcus=640, pmus=640, sram_mb=320),
-    "sn20": Arch("sn20", pcus=640, pmus=640, sram_mb=320, assumed=("pcus", "pmus", "sram_mb")),
-    "sn30": Arch("sn30", pcus=1280, pmus=1280, sram_mb=640, assumed=("pcus", "pmus", "sram_mb")),
-    "sn40l": Arch("sn40l", pcus=1040, pmus=1040, sram_mb=520),
+    "sn10": Arch("sn10", pcus=640, pmus=640, sram_mb=320, peak_tflops=320.0, dram_gbps=154.0,
+                 assumed=("dram_gbps", *_ALWAYS_ASSUMED)),
+    "sn20": Arch("sn20", pcus=640, pmus=640, sram_mb=320, peak_tflops=320.0, dram_gbps=154.0,
+                 assumed=("pcus", "pmus", "sram_mb", "peak_tflops", "dram_gbps",
+                          *_ALWAYS_ASSUMED)),
+    "sn30": Arch("sn30", pcus=1280, pmus=1280, sram_mb=640, peak_tflops=640.0,
+                 dram_gbps=307.0, assumed=("pcus", "pmus", "sram_mb", "peak_tflops",
+                                           "dram_gbps", *_ALWAYS_ASSUMED)),
+    "sn40l": Arch("sn40l", pcus=1040, pmus=1040, sram_mb=520, peak_tflops=638.0,
+                  dram_gbps=1600.0, assumed=("dram_gbps", *_ALWAYS_ASSUMED)),
 }
 
 
@@ -75,6 +101,30 @@ def scaling_error(factors: Sequence[float]) -> str | None:
     return None
 
 
+def parse_scaling_factors(value: object) -> tuple[float, ...]:
+    """`--resources-scaling-factors` as floats: a list, or text like '1 0.8 0.8' / '1,0.8,0.8'.
+    Raises ValueError for anything that is not numbers."""
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or any(isinstance(x, bool) for x in items):
+        raise ValueError(f"scaling factors must be numbers, got {value!r}")
+    try:
+        return tuple(float(x) for x in items)
+    except (TypeError, ValueError):
+        raise ValueError(f"scaling factors must be numbers, got {value!r}") from None
+
+
+def scaling_factors_error(value: object) -> str | None:
+    """Why `value` is not a valid `--resources-scaling-factors` setting, or None."""
+    try:
+        factors = parse_scaling_factors(value)
+    except ValueError as err:
+        return str(err)
+    if len(factors) not in _SCALING_INDEX:
+        return (f"needs 3 floats (forward, backward, optimizer) or 4 (forward, backward, "
+                f"gradient normalisation, optimizer), got {len(factors)}")
+    return scaling_error(factors)
+
+
 def scaling_for(phase: str, factors: Sequence[float] | None) -> float:
     """The factor that applies to sections of `phase` (1.0 without a scaling list)."""
     if not factors:
@@ -88,5 +138,5 @@ def resource_limit(arch: Arch, resource: str, phase: str,
     return math.floor(arch.units(resource) * scaling_for(phase, factors) + 1e-9)
 
 
-__all__ = ["ARCHS", "PHASES", "Arch", "lookup_arch", "resource_limit", "scaling_error",
-           "scaling_for"]
+__all__ = ["ARCHS", "PHASES", "Arch", "lookup_arch", "parse_scaling_factors", "resource_limit",
+           "scaling_error", "scaling_factors_error", "scaling_for"]

@@ -32,6 +32,7 @@ from accel.passes.base import (
     registered_passes,
 )
 from accel.passes.plugins import load_pass_plugin
+from accel.passes.rdu import sectioning as _rdu_sectioning  # noqa: E402,F401,I001
 
 __all__ = [
     "FunctionPass",

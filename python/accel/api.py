@@ -72,7 +72,8 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
 
         program = import_program(model, inputs, func_name=func_name,
                                  dynamic_shapes=dynamic_shapes,
-                                 reuse=front.reuse if front is not None else None)
+                                 reuse=front.reuse if front is not None else None,
+                                 provenance=target.torch_provenance)
     if program.compiled is not None:  # a front-cache hit
         result = CompiledModule(model, program.compiled, None, func_name, opts,
                                 tuple(program.mutations))

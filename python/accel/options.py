@@ -148,6 +148,33 @@ _TABLE: tuple[Option, ...] = (
     Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
            "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "
            "reductions).", scope="cpu", affects_code=True),
+    # -- rdu ----------------------------------------------------------------------------------
+    Option("sectioning", (str,), "o3", "RDU: how the graph is cut into sections: o0 (one "
+           "PyTorch operator per section), o1 (fusion rule list), o3 (as few sections as fit "
+           "the chip); the presets o0/o1/o3 set it (docs/rdu.md).", scope="rdu",
+           affects_code=True, flag="--sectioning", choices=("o0", "o1", "o3")),
+    Option("o1_rule_list", (str,), "default", "RDU -o1: fusion rule list, a shipped name "
+           "(default, nlp, gpt2, bloom, gpt_neox_inference, gpt_neox_training) or a YAML "
+           "file path.", scope="rdu", affects_code=True, flag="--o1-rule-list"),
+    Option("compiler_mode", (str, _NONE), None, "RDU: 'nlp' partitions transformer-like "
+           "graphs faster (module-aligned cuts first).", scope="rdu", affects_code=True,
+           flag="--compiler-mode", choices=(None, "nlp")),
+    Option("enable_hypersection", (bool, _NONE), None, "RDU: compile identical subgraphs "
+           "once (None: on with o0/o1; with o3 only for modules annotated with "
+           "accel.rdu.hypersection).", scope="rdu", affects_code=True,
+           flag="--enable-hypersection"),
+    Option("arch", (str,), "sn40l", "RDU architecture (dialects/rdu_arch.py).", scope="rdu",
+           affects_code=True, flag="--arch", choices=("sn10", "sn20", "sn30", "sn40l")),
+    Option("resources_scaling_factors", (str, list, tuple, _NONE), None, "RDU: share of the "
+           "chip a section may use, 3 floats (forward, backward, optimizer) or 4 (forward, "
+           "backward, gradient normalisation, optimizer), e.g. '1 0.8 0.8'.", scope="rdu",
+           affects_code=True, flag="--resources-scaling-factors",
+           # The rule lives with the arch table (imported only when the option is given).
+           check=lambda v: __import__("accel.dialects.rdu_arch", fromlist=["_"])
+           .scaling_factors_error(v)),
+    Option("n_chips", (int,), 1, "RDU: chips the sections are placed on (pipeline stages "
+           "balanced by estimated time).", scope="rdu", affects_code=True, flag="--n-chips",
+           minimum=1, maximum=8),
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})

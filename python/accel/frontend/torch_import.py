@@ -30,6 +30,7 @@ from accel.frontend.program import (
     model_name,
     state_tensors,
 )
+from accel.frontend.provenance import annotate as annotate_provenance
 from accel.frontend.weights import externalize, make_hooks
 from accel.ir import Module, torch_importer
 from accel.pipeline import run_pipeline
@@ -97,13 +98,14 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
 
 def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shapes: Any = None,
                    func_name: str = "main", external_weights: bool = True,
-                   reuse: Callable[[Any, Any], ImportedProgram | None] | None = None
-                   ) -> ImportedProgram:
+                   reuse: Callable[[Any, Any], ImportedProgram | None] | None = None,
+                   provenance: bool = False) -> ImportedProgram:
     """`import_torch`, with the weights kept out of the IR when `external_weights` is set.
 
     `reuse(module, exported)` is called right after `torch.export` with the exported
     program (before decompositions and the FX import); a program it returns is returned as
-    it is (the front compile cache, `accel.api.compile`).
+    it is (the front compile cache, `accel.api.compile`). `provenance`: every op's location
+    also names its torch operator and modules (`accel.frontend.provenance`).
     """
     if not isinstance(example_inputs, tuple | list):
         raise TypeError(f"example_inputs must be a tuple of inputs, got "
@@ -127,6 +129,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                 # Decomposing also functionalises: in-place updates become extra outputs.
                 exported = exported.run_decompositions(decompositions())
                 mutations = _mutations(exported)
+                if provenance:
+                    annotate_provenance(exported.graph, module)
                 mutated = frozenset(module.get_buffer(m.target).data_ptr() for m in mutations
                                     if m.kind == "buffer")
                 literals: dict[str, Any] = {}

@@ -45,6 +45,9 @@ class Target:
     summary: ClassVar[str] = ""
     #: Package holding presets.json (default: the subclass's module's package).
     data_package: ClassVar[str | None] = None
+    #: Whether `compile` needs each op's torch operator in its location (sectioning by
+    #: operator: `accel.frontend.provenance`).
+    torch_provenance: ClassVar[bool] = False
 
     # -- presets and devices --------------------------------------------------------------
     @cached_property

@@ -2,7 +2,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: not accel-compile %s -o %t/x 2>&1 | FileCheck %s --check-prefix=DASHO
 // RUN: not accel-compile %s -o2 2>&1 | FileCheck %s --check-prefix=O2
-// RUN: not accel-compile %s --target rdu 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not accel-compile %s --target rdu --option sectioning=o2 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not accel-compile %s -b 8 2>&1 | FileCheck %s --check-prefix=BATCH
 // RUN: not accel-compile %s --entry nope --output-folder %t/x 2>&1 | FileCheck %s --check-prefix=ENTRY
 // RUN: not accel-compile %s --option-json %t/missing.json 2>&1 | FileCheck %s --check-prefix=NOJSON
@@ -12,7 +12,7 @@
 // DASHO: accel-compile: error: -o DIR is not an option: use --output-folder DIR (-o0, -o1 and -o3 set the optimisation level)
 // DASHO-NOT: Traceback
 // O2: accel-compile: error: no optimisation level -o2: use -o0, -o1, -o3 or --opt-level N (0-3)
-// TARGET: accel-compile: error: target 'rdu' is not implemented yet (a SambaNova-style RDU, emulated on the host); use target 'cpu'
+// TARGET: accel-compile: error: option 'sectioning' must be one of o0, o1, o3, got 'o2'
 // BATCH: accel-compile: error: -b/--batch-size applies to .py models only (an .mlir file has fixed shapes)
 // ENTRY: errors.mlir: error: no public function @nope; available: @f
 // NOJSON: accel-compile: error: no such file: '{{.*}}missing.json'

@@ -1,13 +1,65 @@
-"""The `rdu` target: a SambaNova-style RDU, emulated on the host.
+"""The `rdu` target: a SambaNova-style Reconfigurable Dataflow Unit, emulated on the host.
 
-Planned: registered by name, a clean error until its issue lands."""
+A model is cut into sections the way SambaFlow's graph compiler does (`-o0` one PyTorch
+operator per section, `-o1` fusion rule lists from `rules/*.yaml`, `-o3` the fewest
+sections that fit the chip), repeated layers become hypersections, each section gets PCU,
+PMU and time estimates from the resource model (`accel.passes.rdu.cost`, arch table in
+`accel.dialects.rdu_arch`), and the sectioned program runs on the host, each section
+through the CPU target. The passes live in `accel.passes.rdu`, the compile steps in
+`program.py`, the artifact files (`<NAME>.pef`, `sections.json`) in `pef.py`;
+docs/rdu.md is the user documentation.
+"""
 
-from accel.targets.base import PlannedTarget
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel.diagnostics import AccelError
+from accel.targets.base import Executable, Target
 
 
-class RduTarget(PlannedTarget):
+class RduTarget(Target):
     name = "rdu"
-    summary = "a SambaNova-style RDU, emulated on the host"
+    summary = "a SambaNova-style RDU: sections, hypersections, emulated on the host"
+    torch_provenance = True
+
+    def check(self, options: Mapping[str, Any]) -> None:
+        """Refuse a bad rule list before the model is exported."""
+        if options.get("sectioning") == "o1":
+            from accel.passes.rdu.rules import load_rules
+
+            load_rules(options["o1_rule_list"])
+
+    def compile(self, module: Any, options: Mapping[str, Any], *,
+                weights: Mapping[str, np.ndarray] | None = None) -> Executable:
+        from accel.targets.rdu.program import compile_program
+
+        self.check(options)
+        text = module if isinstance(module, str) else \
+            module.operation.get_asm(enable_debug_info=True)
+        return compile_program(text, options, weights)
+
+    def save(self, executable: Any, folder: Path) -> dict[str, Any]:
+        from accel.targets.rdu import pef
+
+        return pef.save(executable, folder)
+
+    def load(self, folder: Path, manifest: Mapping[str, Any],
+             weights: Mapping[str, np.ndarray]) -> Executable:
+        from accel.targets.rdu import pef
+
+        return pef.load(folder, manifest, weights)
+
+    def report(self, executable: Any) -> str:
+        from accel.targets.rdu.report import summary
+
+        if not hasattr(executable, "sections"):
+            raise AccelError("rdu: report needs an RDU program")
+        return summary(executable)
 
 
 TARGET = RduTarget()

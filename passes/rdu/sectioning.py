@@ -1,0 +1,185 @@
+"""`rdu-sectioning` and `rdu-hypersection`: cut functions into RDU sections.
+
+Why: an RDU runs one section at a time, a subgraph pipelined over the PCUs and PMUs it
+occupies (dialects/rdu.py). SambaFlow's graph compiler picks sections by level: -o0 one
+PyTorch operator each, -o1 fusion rules, -o3 as few as fit the chip. This pass does the
+same on linalg on tensors, using each op's torch operator from its location
+(`accel.frontend.provenance`); docs/rdu.md describes the flags and the cost model.
+
+    func.func @f(%x: tensor<2x8xf32>) -> tensor<2x16xf32> {
+      %0 = linalg.matmul ... loc(<torch.op linear>)
+      %1 = linalg.generic ... loc(<torch.op gelu>)
+      return %1
+    }
+      -> (level=o0)
+    func.func @f(%x: tensor<2x8xf32>) -> tensor<2x16xf32> {
+      %0 = "rdu.section"(%x, %w) ({ ... linalg.matmul ... "rdu.yield" }) {sym_name = "s0_linear",
+             index = 0, phase = "forward", pcus = 1, pmus = 3, rdu.ops = ["linear:l1"], ...}
+      %1 = "rdu.section"(%0) ({ ... }) {sym_name = "s1_gelu", index = 1, ...}
+      return %1
+    }
+
+Weights (`memref.get_global` + `bufferization.to_tensor`) stay in the function and enter
+sections as operands; constants are cloned into each section that uses them. Each section
+carries its estimate (`pcus`, `pmus`, `rdu.est_us`), its operators (`rdu.ops`) and, with
+`hypersections`, the repeated module instance it belongs to (`rdu.instance`), which
+`rdu-hypersection` folds into `rdu.hypersection`s. A section that does not fit the chip
+(times the forward scaling factor) fails the pass with the section and the numbers.
+Functions without provenance in their locations are cut per op (level o0/o1) or by
+resources (o3). Inference only: every section is in phase `forward`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel.diagnostics import AccelError
+from accel.dialects import rdu
+from accel.dialects.rdu_arch import (
+    ARCHS,
+    Arch,
+    lookup_arch,
+    parse_scaling_factors,
+    resource_limit,
+    scaling_factors_error,
+)
+from accel.ir import Operation, ir
+from accel.passes.base import ModulePass, register_pass
+from accel.passes.rdu import operators, partition, sections
+from accel.passes.rdu.rules import Rule
+
+LEVELS = ("o0", "o1", "o3")
+
+
+def _annotated_instance(operator: operators.Operator) -> str | None:
+    """The innermost module or `with` block annotated as a hypersection, if any."""
+    prov = operator.prov
+    if prov is None:
+        return None
+    for mark in prov.annotations:
+        if mark.startswith("hypersection"):
+            return mark.split(":", 1)[-1] or "hypersection"
+    for module in reversed(prov.modules):
+        if "hypersection" in module.annotations:
+            return module.path or "model"
+    return None
+
+
+@register_pass
+@dataclass(frozen=True)
+class Sectioning(ModulePass):
+    """Cuts functions into rdu.section ops by PyTorch operator (o0, o1 rules, o3 fit)."""
+
+    name = "rdu-sectioning"
+    #: o0 (one operator per section), o1 (rule list), o3 (fewest sections that fit).
+    level: str = "o3"
+    #: -o1 rule list: a shipped name or a YAML path.
+    rule_list: str = "default"
+    #: RDU architecture (dialects/rdu_arch.py).
+    arch: str = "sn40l"
+    #: --resources-scaling-factors, e.g. "1,0.8,0.8" ('' = the whole chip).
+    scaling: str = ""
+    #: --compiler-mode nlp: o3 cuts at repeated-module (layer) boundaries.
+    nlp: bool = False
+    #: Tag sections with their repeated module instance (o0/o1) or annotated instance
+    #: (o3, which then also cuts at annotated boundaries) for rdu-hypersection.
+    hypersections: bool = False
+
+    def apply(self, module: Operation) -> None:
+        if self.level not in LEVELS:
+            self.fail(module, f"level must be one of {', '.join(LEVELS)}, got '{self.level}'")
+        arch = lookup_arch(self.arch)
+        if arch is None:
+            self.fail(module, f"unknown RDU architecture '{self.arch}' (known: "
+                              f"{', '.join(ARCHS)})")
+        factors: tuple[float, ...] | None = None
+        if self.scaling:
+            problem = scaling_factors_error(self.scaling)
+            if problem:
+                self.fail(module, f"scaling {problem}")
+            factors = parse_scaling_factors(self.scaling)
+        rules = None
+        if self.level == "o1":
+            try:
+                rules = partition_rules(self.rule_list)
+            except AccelError as err:
+                self.fail(module, str(err))
+        with module.location:  # FloatAttr.get needs one for its diagnostics
+            rdu.set_target(module, arch.name, list(factors) if factors else None)
+        limits = (resource_limit(arch, "pcus", "forward", factors),
+                  resource_limit(arch, "pmus", "forward", factors))
+        for op in list(module.regions[0].blocks[0].operations):
+            fn = op.operation
+            if fn.name == "func.func" and fn.regions[0].blocks:
+                try:
+                    # Block arguments of new sections need a location: the function's.
+                    with fn.location:
+                        self._cut(fn, arch, limits, rules)
+                except AccelError as err:
+                    self.fail(fn, str(err))
+
+    def _cut(self, fn: Operation, arch: Arch, limits: tuple[int, int],
+             rules: list[Rule] | None) -> None:
+        graph = operators.build(fn)
+        if not graph.operators:
+            return
+        annotated = self.hypersections and self.level == "o3"
+        if self.level == "o0":
+            groups = partition.by_operator(graph)
+        elif self.level == "o1":
+            groups = partition.by_rules(graph, rules or [])
+        else:
+            boundary = (lambda i: _annotated_instance(graph.operators[i])) if annotated \
+                else None
+            groups = partition.by_resources(graph, arch, *limits, nlp=self.nlp,
+                                            boundary=boundary)
+        block = fn.regions[0].blocks[0]
+        for index, group in enumerate(groups):
+            ops = partition.group_ops(graph, group.operators)
+            est = partition.estimate_group(graph, group.operators, arch)
+            name = f"s{index}_{group.label}"
+            if not est.fits(*limits):
+                members = ", ".join(graph.operators[i].label for i in group.operators)
+                raise AccelError(f"section {name} ({members}) needs {est.pcus} PCUs and "
+                                 f"{est.pmus} PMUs but a section may use {limits[0]} PCUs "
+                                 f"and {limits[1]} PMUs on {arch.name}; use -o3 or larger "
+                                 "--resources-scaling-factors")
+            attrs = {
+                "pcus": rdu._i64(est.pcus), "pmus": rdu._i64(est.pmus),
+                sections.EST_ATTR: ir.FloatAttr.get(ir.F64Type.get(), round(est.est_us, 4)),
+                sections.LABEL_ATTR: ir.StringAttr.get(group.label),
+                sections.OPS_ATTR: ir.ArrayAttr.get([ir.StringAttr.get(
+                    graph.operators[i].label) for i in group.operators]),
+            }
+            if self.hypersections:
+                keys = {(_annotated_instance(graph.operators[i]) if annotated else
+                         partition.repeated_instance(graph.operators[i].modules))
+                        for i in group.operators}
+                if len(keys) == 1 and None not in keys:
+                    attrs[sections.INSTANCE_ATTR] = ir.StringAttr.get(keys.pop())
+            sections.form_section(block, ops, graph.free, name=name, index=index,
+                                  attributes=attrs, buffers=True)
+        sections.erase_dead_free(block, graph.free)
+
+
+def partition_rules(name: str) -> list[Rule]:
+    from accel.passes.rdu.rules import load_rules
+
+    return load_rules(name)
+
+
+@register_pass
+@dataclass(frozen=True)
+class Hypersections(ModulePass):
+    """Folds identical runs of sections of repeated modules into rdu.hypersection ops."""
+
+    name = "rdu-hypersection"
+
+    def apply(self, module: Operation) -> None:
+        for op in list(module.regions[0].blocks[0].operations):
+            fn = op.operation
+            if fn.name == "func.func" and fn.regions[0].blocks:
+                block = fn.regions[0].blocks[0]
+                with fn.location:
+                    sections.fold_hypersections(module, block)
+                    sections.renumber(block)
