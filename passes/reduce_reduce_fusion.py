@@ -1,5 +1,11 @@
 """`accel-reduce-reduce-fusion`: attention as one loop nest with an online softmax.
 
+Scope, despite the general name (PolyBlocks' `reduce-reduce fusion`, kept because its
+switch `disable_reduce_reduce_fusion` is the seed's option): it fuses attention-shaped
+reduction chains only (matmul -> scale/mask -> softmax -> matmul). Other chains of
+reductions over one axis (layernorm's mean/variance, logsumexp) are left to
+`accel-affine-fusion`.
+
 Why: torch-mlir lowers `softmax(q @ k.T * scale + mask) @ v` (and the decomposition of
 `F.scaled_dot_product_attention`) to a chain of whole-tensor ops: a batched matmul, the
 elementwise scale/mask generics, the five generics of softmax (max-reduce, sub, exp,
