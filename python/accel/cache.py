@@ -62,6 +62,77 @@ def cache_dir() -> Path:
     return base / "accel"
 
 
+# -- who may write here ----------------------------------------------------------------------
+#: Largest entry read (a compiled model's object code and IR); larger files are not entries.
+MAX_ENTRY_BYTES = 1 << 30
+_WARNED: set[str] = set()
+
+
+def _unsafe(info: os.stat_result) -> str | None:
+    """Why a folder or entry with this status must not be trusted, or None."""
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return "is owned by another user"
+    if info.st_mode & 0o022:
+        return "can be written by other users"
+    return None
+
+
+def usable() -> bool:
+    """Whether the cache folder may be used: it is ours and nobody else may write it (as ssh
+    and ccache require), or it does not exist yet and is to be made (0700) in a folder that
+    is ours or sticky (/tmp). Otherwise one warning, and the process compiles without the
+    cache: anyone who can write the folder could plant an entry that runs as machine code."""
+    import stat
+
+    folder = cache_dir()
+    try:
+        info = folder.stat()
+        where = folder
+    except FileNotFoundError:
+        try:
+            info = folder.parent.stat()
+        except OSError:
+            return True  # nothing there yet: made with our umask, 0700 at the leaf
+        where = folder.parent
+        if info.st_mode & stat.S_ISVTX:
+            return True
+    except OSError:
+        return True  # unreadable: reads fail and writes log on their own
+    reason = _unsafe(info)
+    if reason is None:
+        return True
+    if str(where) not in _WARNED:
+        _WARNED.add(str(where))
+        log.warning("accel cache: not using %s: it %s (compiling without the cache; see "
+                    "docs/cache.md)", where, reason)
+    STATS["untrusted"] += 1
+    return False
+
+
+def _read_own_file(path: Path) -> bytes:
+    """An entry's bytes if it is a regular file of ours that others cannot write (a FIFO or
+    device named like an entry would block or lie) and not over MAX_ENTRY_BYTES."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        reason = _unsafe(info)
+        if reason is not None:
+            if str(path) not in _WARNED:
+                _WARNED.add(str(path))
+                log.warning("accel cache: not using %s: it %s", path, reason)
+            raise OSError(reason)
+        if info.st_size > MAX_ENTRY_BYTES:
+            raise OSError(f"{path} is larger than {MAX_ENTRY_BYTES} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 # -- key ------------------------------------------------------------------------------------
 @cache
 def _code_digest() -> str:
@@ -132,12 +203,15 @@ def front_key(fingerprint: str, options: Mapping[str, Any]) -> str:
 
 
 # -- atomic files ---------------------------------------------------------------------------
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` via a temporary file in the same folder and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def atomic_write(path: Path, data: bytes, *, private: bool = False) -> None:
+    """Write `data` to `path` via a temporary file in the same folder and `os.replace`.
+
+    `private`: the file is 0600 and a created folder 0700 (cache entries: compiled code and
+    constants that may be a model's weights); otherwise 0644, as artifacts are shared."""
+    path.parent.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide artifacts from other users
+        os.chmod(tmp, 0o600 if private else 0o644)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -188,8 +262,10 @@ def lookup(key: str) -> dict[str, Any] | None:
 
 def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
     """`path`'s payload if it has `fields` (name -> type); a corrupt one is deleted."""
+    if not usable():
+        return None
     try:
-        data = path.read_bytes()
+        data = _read_own_file(path)
     except OSError:
         return None
     try:
@@ -213,8 +289,10 @@ def store(key: str, payload: Mapping[str, Any]) -> None:
 
 
 def _write(path: Path, payload: Mapping[str, Any], counter: str) -> None:
+    if not usable():
+        return
     try:
-        atomic_write(path, encode_entry(payload))
+        atomic_write(path, encode_entry(payload), private=True)
     except OSError as err:
         log.warning("accel cache: could not write %s: %s", path, err)
         return
