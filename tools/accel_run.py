@@ -65,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- values -----------------------------------------------------------------------------------
-_SPEC = re.compile(r"(?:(?P<shape>\d+(?:x\d+)*)x)?(?P<dtype>[a-z]+\d*)=(?P<values>.*)", re.DOTALL)
+_SPEC = re.compile(r"(?:(?P<shape>[0-9]+(?:x[0-9]+)*)x)?(?P<dtype>[a-z]+[0-9]*)=(?P<values>.*)",
+                   re.DOTALL)
+#: ASCII number grammars: no `1_0`, no other scripts' digits, no `0b`/`0o` prefixes.
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
+                    re.IGNORECASE)
+_INT = re.compile(r"[+-]?(?:[0-9]+|0[xX][0-9a-fA-F]+)")
 
 
 def parse_input(spec: str) -> np.ndarray:
@@ -110,7 +115,11 @@ def _parse_value(token: str, dtype_name: str, spec: str) -> Any:
                 return False
             raise ValueError
         if dtype_name.startswith(("f", "bf")):
+            if not _FLOAT.fullmatch(token):
+                raise ValueError
             return float(token)
+        if not _INT.fullmatch(token):
+            raise ValueError
         return int(token, 0)
     except ValueError:
         raise AccelError(f"--input '{spec}': '{token}' is not a valid {dtype_name} value") from None

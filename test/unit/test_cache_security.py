@@ -7,7 +7,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from accel import cache
 from accel.targets.cpu.compile import compile_mlir
 

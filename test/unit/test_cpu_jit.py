@@ -8,6 +8,7 @@ from fractions import Fraction
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from accel.diagnostics import AccelError
 from accel.llvm.normalize import FORMATS, round_to_format
 from accel.targets.cpu.abi import soft_float_helpers_ir
 from accel.tools.accel_run import format_result, format_scalar, parse_input
@@ -99,6 +100,15 @@ def test_parse_input_forms() -> None:
     assert parse_input("2xbf16=1.5,-inf").dtype == np.float32  # rounded when passed
     assert np.isnan(parse_input("f64=nan"))
     assert parse_input("2xi8=0x7f, -128").tolist() == [127, -128]
+
+
+@pytest.mark.parametrize("spec", ["2x3xf32=1_0", "f32=\u0661", "i8=0b1", "i8=1_0",
+                                  "\u0662xf32=1,2", "f32=\uff11", "f32=0x10"])
+def test_parse_input_takes_ascii_numbers_only(spec: str) -> None:
+    """Python's int()/float() accept `1_0`, other scripts' digits and `0b` prefixes: --input
+    does not (a silently different value is worse than an error)."""
+    with pytest.raises(AccelError, match="--input"):
+        parse_input(spec)
 
 
 def test_output_reads_back_as_input() -> None:

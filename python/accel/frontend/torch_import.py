@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,6 +36,7 @@ from accel.frontend.weights import externalize, make_hooks
 from accel.ir import Module, torch_importer
 from accel.pipeline import run_pipeline
 
+_EXPORT_LOCK = threading.RLock()
 #: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
 TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
                     "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})")
@@ -119,7 +121,10 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     torch_fx, output_type = torch_importer()
     weights: dict[str, np.ndarray] = {}
     try:
-        with phases.phase("export"), warnings.catch_warnings(), _persistent_buffers(module):
+        # torch.export (tracing, fake tensors, the FX importer's context) is not thread-safe:
+        # concurrent compiles from threads take turns here, and all succeed.
+        with _EXPORT_LOCK, phases.phase("export"), warnings.catch_warnings(), \
+                _persistent_buffers(module):
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             exported = torch.export.export(module, tuple(example_inputs),
@@ -138,6 +143,12 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                     exported, output_type=output_type.RAW, func_name=func_name,
                     decomposition_table={}, hooks=_tracking(make_hooks(weights, mutated),
                                                             weights, literals))
+    except SystemExit as err:  # the model's own code must not end the user's process
+        raise AccelError(f"torch.export of {name} failed: its code called sys.exit("
+                         f"{err.code!r}) while being traced") from None
+    except RecursionError:
+        raise AccelError(f"torch.export of {name} failed: the model nests too deeply (Python's "
+                         "recursion limit was reached while tracing it)") from None
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
         raise _export_error(name, err) from err
     if reused is not None:

@@ -17,7 +17,9 @@ class HeapAllocation:
         self.address = address
 
     def __del__(self) -> None:
-        _free(self.address)
+        # At interpreter exit module globals may already be gone: the process frees all.
+        if _free is not None:
+            _free(self.address)
 
 
 class _HeapView:
