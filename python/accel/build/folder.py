@@ -1,0 +1,272 @@
+"""accel-compile's job: compile a model file, write the artifact folder, its IR and logs.
+
+The folder holds what `accel.load(folder)` reloads (accel.artifact), the input IR, the IR
+after every phase (ir/NN-<phase>.mlir|.ll), the host object, option.json (the exact
+settings: `--option-json` reproduces the build) and compile.log (per-phase timings).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accel.build import PROG
+from accel.build.model_file import load_model_file
+from accel.build.settings import OPTION_JSON, Settings, _read
+from accel.diagnostics import AccelError
+from accel.progress import Progress
+
+COMPILE_LOG = "compile.log"
+INPUT_MLIR = "input.mlir"
+IR_FOLDER = "ir"
+
+
+# -- compile --------------------------------------------------------------------------------
+@dataclass
+class Build:
+    """What one compile produced, before it is written out."""
+
+    compiled: Any  # CompiledMLIR
+    entry: str
+    input_ir: str | None
+    model_mlir: str | None
+    rec: Any  # accel.phases.Recorder
+    seconds: float
+    model_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    #: Example inputs (numpy) for --num-iters; None: zeros of the signature's shapes.
+    inputs: tuple[Any, ...] | None = None
+
+
+def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> Build:
+    import accel
+    from accel import phases
+
+    start = time.perf_counter()
+    factory = s.entry or "get_model"
+    progress.phase_start(f"{factory}()")
+    model, inputs = load_model_file(path, factory, s.batch_size)
+    model_seconds = time.perf_counter() - start
+    if progress.verbose:
+        progress.say(f"{factory}() {model_seconds:.3f}s")
+    grad: Any = nullcontext()
+    if s.inference:
+        import torch
+
+        if callable(getattr(model, "eval", None)):
+            model.eval()
+        grad = torch.no_grad()
+    elif getattr(model, "training", False):
+        message = ("the model is in training mode: accel compiles the forward pass for "
+                   "inference only (no backward pass, no optimizer), with dropout and batch "
+                   "norm as in training; pass --inference to compile it in eval mode")
+        sink.append(message)
+    with phases.recording(keep_ir=True, want_object=True,
+                          on_phase_start=progress.phase_start) as rec:
+        progress.rec = rec
+        with grad:
+            try:
+                compiled = accel.compile(model, inputs, options=s.options)
+            except (ValueError, NotImplementedError, TypeError) as err:
+                raise AccelError(str(err)) from None
+    s.entry = factory
+    first = next((p.ir for p in rec.phases if p.ir is not None), None)
+    return Build(compiled.compiled, compiled.func_name, first,
+                 None if compiled.module is None else str(compiled.module), rec,
+                 time.perf_counter() - start, model_seconds,
+                 inputs=tuple(_to_numpy(x) for x in inputs))
+
+
+def _to_numpy(value: Any) -> Any:
+    detach = getattr(value, "detach", None)
+    return detach().cpu().numpy() if callable(detach) else value
+
+
+def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
+    from accel import phases, targets
+
+    start = time.perf_counter()
+    text = _read(path)
+    options = dict(s.options) | {"filename": str(path)}
+    with phases.recording(keep_ir=True, want_object=True,
+                          on_phase_start=progress.phase_start) as rec:
+        progress.rec = rec
+        try:
+            compiled = targets.get(options["target"]).compile(text, options)
+        except ValueError as err:
+            raise AccelError(str(err)) from None
+    callable_fns = [n for n, sig in compiled.functions.items() if not sig.unsupported]
+    entry = s.entry
+    if entry is None:
+        if not callable_fns:
+            raise AccelError("no public function callable from Python", file=str(path))
+        entry = callable_fns[0]
+    elif entry not in compiled.functions:
+        raise AccelError(f"no public function @{entry}; available: "
+                         f"{', '.join('@' + n for n in compiled.functions) or 'none'}",
+                         file=str(path))
+    s.entry = entry
+    return Build(compiled, entry, text, text, rec, time.perf_counter() - start)
+
+
+# -- artifact -------------------------------------------------------------------------------
+def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
+    """The artifact folder: accel.load's files, then the IR, object, option.json and log."""
+    from accel.artifact import save_executable
+    from accel.cache import atomic_write
+
+    if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
+        b.compiled.artifact_name = s.pef_name
+    save_executable(out, b.compiled, entry=b.entry, options=s.options, model_mlir=b.model_mlir)
+    ir_dir = out / IR_FOLDER
+    written: list[tuple[Any, str | None]] = []
+    try:
+        if ir_dir.is_dir():  # IR of an earlier build into this folder would mislead
+            for old in ir_dir.iterdir():
+                if re.fullmatch(r"\d\d-[\w.-]+\.(mlir|ll)", old.name):
+                    old.unlink()
+        if b.input_ir is not None:
+            atomic_write(out / INPUT_MLIR, b.input_ir.encode())
+        for index, p in enumerate(b.rec.phases, 1):
+            name = None
+            if p.ir is not None:
+                name = f"{IR_FOLDER}/{index:02d}-{p.name}{p.ir_suffix}"
+                atomic_write(out / name, p.ir.encode())
+            written.append((p, name))
+        obj = b.rec.object_code or getattr(b.compiled, "object_code", None) or None
+        if obj:
+            atomic_write(out / f"{s.pef_name}.o", bytes(obj))
+        atomic_write(out / OPTION_JSON,
+                     (json.dumps(s.to_json(), indent=2) + "\n").encode())
+        atomic_write(out / COMPILE_LOG,
+                     compile_log(s, b, written, command, model, bool(obj)).encode())
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+
+
+def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
+                command: list[str], model: Path, has_object: bool) -> str:
+    """compile.log: versions, the command, one line per phase, cache hit, total, warnings."""
+    import platform
+
+    from accel.cache import environment
+
+    env = environment()
+    lines = [
+        f"{PROG} compile log",
+        f"versions: accel {env.get('accel')}, MLIR bindings {env.get('bindings')}, llvmlite "
+        f"{env.get('llvmlite')}, Python {platform.python_version()}",
+        f"host: {env.get('triple')} {env.get('cpu')}",
+        f"command: {shlex.join([PROG, *command])}",
+        f"model: {model}",
+        f"entry: {b.entry}",
+        "options: " + " ".join(f"{k}={json.dumps(v)}" for k, v in s.options.items()),
+    ]
+    if b.model_seconds:
+        lines.append(f"phase {s.entry}() {b.model_seconds:.3f}s (model factory)")
+    for p, name in written:
+        lines.append(f"phase {p.name} {p.seconds:.3f}s" + (f" -> {name}" if name else ""))
+    hit = bool(b.rec.cache_hit or getattr(b.compiled, "cache_hit", False))
+    lines.append("cache hit: " + ("yes (the MLIR phases did not run: no IR for them)" if hit
+                                  else "no"))
+    if has_object:
+        lines.append(f"object: {s.pef_name}.o")
+    lines.append(f"total {b.seconds:.3f}s")
+    lines += [f"warning: {w}" for w in b.warnings]
+    lines += _target_summary(s.options.get("target", "cpu"), b.compiled)
+    return "\n".join(lines) + "\n"
+
+
+def _target_summary(name: str, compiled: Any) -> list[str]:
+    """The target's own summary of the program (e.g. the RDU's sections), when it has one."""
+    from accel import targets
+    from accel.targets.base import Target
+
+    target = targets.get(name)
+    if type(target).report is Target.report:
+        return []
+    return target.report(compiled).splitlines()
+
+
+def write_aot_library(out: Path, s: Settings, b: Build) -> Any:
+    """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder."""
+    from accel.targets.cpu.aot import build_library
+
+    assert s.aot is not None
+    try:
+        lib = build_library(b.compiled, s.aot["name"], out, entry=b.entry,
+                            target_cpu=s.aot["target_cpu"], user_memory=s.aot["user_memory"],
+                            opt_level=s.options.get("opt_level", 3))
+    except ValueError as err:
+        raise AccelError(str(err)) from None
+    try:
+        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
+            log.write(f"aot: lib{lib.name}.so {lib.name}.o {lib.name}.h README.txt (target "
+                      f"cpu {lib.target_cpu}" + (f", scratch {lib.scratch_bytes} bytes"
+                                                 if lib.user_memory else "") + ")\n")
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    print(f"{PROG}: wrote {out}/lib{lib.name}.so, {lib.name}.o, {lib.name}.h", file=sys.stderr)
+    return lib
+
+
+def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
+    """--num-iters: run the function (the AOT library's if built) N times, print the mean."""
+    import numpy as np
+
+    if num_iters < 1:
+        raise AccelError(f"--num-iters must be at least 1, got {num_iters}")
+    sig = b.compiled.functions[b.entry]
+    inputs = b.inputs
+    if inputs is None:
+        if any(a.kind == "memref" and None in a.shape for a in sig.args):
+            raise AccelError("--num-iters needs static shapes for an .mlir input")
+        inputs = tuple(np.ones(a.shape if a.kind == "memref" else (),
+                               a.dtype.user_dtype) for a in sig.args)
+    if library is not None and not library.static_shapes:
+        library = None  # the descriptor interface: time the same code through the JIT
+    try:
+        if library is not None:
+            _, seconds = library.benchmark(*inputs, num_iters=num_iters)
+            what = f"lib{library.name}.so"
+        else:
+            fn = b.compiled[b.entry]
+            fn(*inputs)
+            start = time.perf_counter()
+            for _ in range(num_iters):
+                fn(*inputs)
+            seconds = (time.perf_counter() - start) / num_iters
+            what = "the JIT-compiled code"
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise AccelError(f"--num-iters: @{b.entry} failed on the "
+                         f"{'example' if b.inputs is not None else 'all-ones'} inputs: "
+                         f"{err}") from None
+    line = (f"ran @{b.entry} ({what}) {num_iters} time{'s' if num_iters > 1 else ''}: "
+            f"mean {seconds * 1e3:.3f} ms")
+    try:
+        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+    except OSError:
+        pass
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def write_warnings_log(log_dir: Path, pef_name: str, found: list[str]) -> Path:
+    """DIR/<pef-name>.warnings.log: one warning per line (empty when there were none)."""
+    from accel.cache import atomic_write
+
+    target = log_dir / f"{pef_name}.warnings.log"
+    try:
+        atomic_write(target, "".join(f"warning: {w}\n" for w in found).encode())
+    except OSError as err:
+        raise AccelError(f"could not write log folder '{log_dir}': {err}") from None
+    return target
+
+

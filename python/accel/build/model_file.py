@@ -1,0 +1,64 @@
+"""Model files for accel-compile: a `model.py` with `get_model()` (inference) returning
+(model, example_inputs), called with `batch_size=N` when asked. Running it runs its Python:
+a model file is as trusted as any program the user runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+from accel.build.settings import _read
+from accel.diagnostics import AccelError
+
+
+def _takes_batch_size(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or (
+        p.name == "batch_size" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in params)
+
+
+def load_model_file(path: Path, factory: str,
+                    batch_size: int | None = None) -> tuple[Any, tuple[Any, ...]]:
+    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs)."""
+    _read(path)  # a clear error for a missing/unreadable file
+    spec = importlib.util.spec_from_file_location(f"_accel_model_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise AccelError("cannot be imported as a Python module", file=str(path))
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+        fn = getattr(module, factory, None)
+        if not callable(fn):
+            raise AccelError(f"defines no function {factory}() returning "
+                             "(model, example_inputs)", file=str(path))
+        if batch_size is None:
+            result = fn()
+        elif _takes_batch_size(fn):
+            result = fn(batch_size=batch_size)
+        else:
+            raise AccelError(f"-b/--batch-size needs {factory}() to take a batch_size "
+                             f"keyword argument, e.g. def {factory}(batch_size=1)",
+                             file=str(path))
+    except AccelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - user code: report it in one line
+        raise AccelError(f"{factory}() failed: {type(err).__name__}: {err}",
+                         file=str(path)) from None
+    finally:
+        sys.path.remove(folder)
+    if not (isinstance(result, tuple | list) and len(result) == 2
+            and isinstance(result[1], tuple | list)):
+        raise AccelError(f"{factory}() must return (model, example_inputs tuple), got "
+                         f"{type(result).__name__}", file=str(path))
+    return result[0], tuple(result[1])
+
+
