@@ -33,6 +33,15 @@ class CpuTarget(Target):
     def devices(self) -> tuple[str, ...]:
         return DEVICES
 
+    def check(self, options: Mapping[str, Any]) -> None:
+        from accel.options import NotSupportedYet
+
+        # float_dtype is an emulated target's precision (mncore); the host keeps the model's.
+        if options.get("float_dtype") is not None:
+            raise NotSupportedYet(f"option 'float_dtype' is not supported yet with value "
+                                  f"{options['float_dtype']!r} on target cpu (supported: "
+                                  "the default, None)")
+
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
         from accel.targets.cpu.jit import compile_mlir
