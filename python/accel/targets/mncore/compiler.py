@@ -18,6 +18,10 @@ import numpy as np
 
 from accel.diagnostics import AccelError
 
+#: LLVM level of the host emulation: 1, because the emulation is for numerics, not speed,
+#: and O3 doubles the JIT time of a GPT-2 block on this 2-core machine.
+HOST_OPT_LEVEL = 1
+
 
 class _Phases:
     """Times and log lines of each phase."""
@@ -146,7 +150,8 @@ def host_compile(program: str, float_dtype: str | None, weights: Mapping[str, np
     from accel.targets.cpu.jit import compile_mlir
 
     bound = _host_weights(weights, float_dtype)
-    host = compile_mlir(program, {"target": "cpu", "cache": cache, "filename": filename},
+    host = compile_mlir(program, {"target": "cpu", "cache": cache, "filename": filename,
+                                  "opt_level": HOST_OPT_LEVEL},
                         weights=bound)
     functions = dict(host.functions)
     if float_dtype == "double":  # callers pass and get float arrays (DoubleCall)

@@ -121,12 +121,12 @@ def _generic_name(op: Any) -> str:
     return "Expand"
 
 
-def _op_type(op: Any, producers: dict[str, str], weights: set[str]) -> str:
+def _op_type(op: Any, producers: dict[str, str], weights: set[str], name_of: Any) -> str:
     name = op.name
     if name == "linalg.generic":
         return _generic_name(op)
     if name == "linalg.matmul":
-        rhs = op.operands[1].get_name()
+        rhs = name_of(op.operands[1])
         while rhs in producers and producers[rhs] not in weights:
             rhs = producers[rhs]
         return "Gemm" if rhs in weights else "MatMul"
@@ -169,7 +169,14 @@ def _data_inputs(op: Any) -> list[Any]:
 def from_function(func: Any) -> Graph:
     """The layer graph of `func.func` `func` (ops with dynamic shapes are layers too, but
     their tensors count as empty: the cost model needs static shapes)."""
+    from accel.ir import ir
+
     block = func.regions[0].blocks[0]
+    state = ir.AsmState(func)  # one numbering for the whole function: get_name is O(1)
+
+    def name_of(v: Any) -> str:
+        return v.get_name(state)
+
     values: dict[str, Value] = {}
     layers: list[Layer] = []
     outputs: list[str] = []
@@ -180,22 +187,22 @@ def from_function(func: Any) -> Graph:
     for arg in block.arguments:
         found = _tensor(arg.type)
         if found is not None:
-            values[arg.get_name()] = Value(arg.get_name(), *found, kind="input")
+            values[name_of(arg)] = Value(name_of(arg), *found, kind="input")
     for view in block.operations:
         op = view.operation
         if op.name == "memref.get_global":
-            aliases[op.results[0].get_name()] = str(op.attributes["name"]).lstrip("@")
+            aliases[name_of(op.results[0])] = str(op.attributes["name"]).lstrip("@")
             continue
         if op.name == "bufferization.to_tensor":
-            symbol = aliases.get(op.operands[0].get_name())
+            symbol = aliases.get(name_of(op.operands[0]))
             found = _tensor(op.results[0].type)
             if symbol is not None and found is not None:
-                name = op.results[0].get_name()
+                name = name_of(op.results[0])
                 values[name] = Value(name, *found, kind="weight")
                 weights.add(name)
             continue
         if op.name == "func.return":
-            outputs = [v.get_name() for v in op.operands if v.get_name() in values]
+            outputs = [name_of(v) for v in op.operands if name_of(v) in values]
             continue
         if op.name in _SKIPPED or len(op.results) != 1:
             continue
@@ -204,10 +211,10 @@ def from_function(func: Any) -> Graph:
             continue
         inputs = _data_inputs(op)
         index = [i for i, o in enumerate(op.operands) if o in inputs]
-        names = [v.get_name() for v in inputs]
+        names = [name_of(v) for v in inputs]
         kept = [(n, i) for n, i in zip(names, index, strict=False) if n in values]
-        op_type = _op_type(op, producers, weights)
-        out_name = op.results[0].get_name()
+        op_type = _op_type(op, producers, weights, name_of)
+        out_name = name_of(op.results[0])
         if kept:
             producers[out_name] = kept[-1][0] if op_type in ("Transpose", "Reshape") else ""
         counts[op_type] = counts.get(op_type, 0) + 1

@@ -94,8 +94,8 @@ def round_to_half(module: Module, gemms_only: bool) -> int:
 # -- double -----------------------------------------------------------------------------------
 _F32 = re.compile(r"(?<=[x<(\s,:])f32(?![0-9A-Za-z_])")
 _HEX_SCALAR = re.compile(r"\b0x([0-9A-Fa-f]{8})(?=>? : (?:f64|tensor<[0-9x]*f64>))")
-_NOOP_CAST = re.compile(r"^(\s*%\S+ = )arith\.(?:truncf|extf) (%[^ :]+) : (\S+) to \3$",
-                        re.MULTILINE)
+_NOOP_CAST = re.compile(r"^(\s*%\S+ = )arith\.(?:truncf|extf) (%[^ :]+) : (\S+) to \3"
+                        r"(?= loc\(|$)", re.MULTILINE)
 
 
 def _hex64(match: re.Match[str]) -> str:
