@@ -153,7 +153,7 @@ _TABLE: tuple[Option, ...] = (
     Option("option_json", (str, _NONE), None, "MLSDK option file: a preset name (O0, O1, O2, "
            "O3, O4, debug) or a path to JSON {name, envs, args}; options given directly win, "
            "envs apply unless already in the environment (docs/mncore.md).", scope="mncore",
-           affects_code=True, flag="--option-json-file"),
+           affects_code=True),
     Option("layout_planner", (str,), "lpz", "Layout planner: lpz (Layout Planner Z), bidi "
            "(bidirectional), legacy.", scope="mncore", affects_code=True,
            flag="--layout-planner", choices=("lpz", "bidi", "legacy")),
