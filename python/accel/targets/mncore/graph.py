@@ -127,7 +127,7 @@ def _op_type(op: Any, producers: dict[str, str], weights: set[str], name_of: Any
         return _generic_name(op)
     if name == "linalg.matmul":
         rhs = name_of(op.operands[1])
-        while rhs in producers and producers[rhs] not in weights:
+        while rhs not in weights and producers.get(rhs):  # through transposes/reshapes
             rhs = producers[rhs]
         return "Gemm" if rhs in weights else "MatMul"
     if name.startswith("linalg.batch_matmul") or name.startswith("linalg.matmul"):
