@@ -3,11 +3,10 @@ GPT-2 / ResNet-block emulation against eager."""
 
 from __future__ import annotations
 
+import accel
 import numpy as np
 import pytest
 import torch
-
-import accel
 from accel.diagnostics import AccelError
 from accel.dialects.mncore_layout import Layout
 from accel.targets.mncore import graph, layouts, schedule

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 
+import accel
 import numpy as np
 import pytest
 import torch
-
-import accel
 from accel.diagnostics import AccelError
 from accel.options import OptionError
 from accel.targets.mncore import option_json

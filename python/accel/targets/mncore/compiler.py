@@ -67,8 +67,15 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     from accel.context import make_context
     from accel.diagnostics import from_mlir_error
     from accel.ir import MLIRError, Module, load_torch_dialects
-    from accel.targets.mncore import MncoreExecutable, graph, layouts, option_json, precision, \
-        reports, schedule
+    from accel.targets.mncore import (
+        MncoreExecutable,
+        graph,
+        layouts,
+        option_json,
+        precision,
+        reports,
+        schedule,
+    )
 
     filename = opts.get("filename", "<input>")
     log = _Phases()

@@ -77,6 +77,8 @@ class Graph:
     values: dict[str, Value]
     layers: list[Layer]
     outputs: list[str]
+    #: Value name -> its MLIR value (graphs imported from MLIR only).
+    handles: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def producer(self) -> dict[str, Layer]:
         return {layer.output: layer for layer in self.layers}
@@ -184,10 +186,12 @@ def from_function(func: Any) -> Graph:
     producers: dict[str, str] = {}  # value -> its first data input (for Gemm detection)
     weights: set[str] = set()
     counts: dict[str, int] = {}
+    handles: dict[str, Any] = {}
     for arg in block.arguments:
         found = _tensor(arg.type)
         if found is not None:
             values[name_of(arg)] = Value(name_of(arg), *found, kind="input")
+            handles[name_of(arg)] = arg
     for view in block.operations:
         op = view.operation
         if op.name == "memref.get_global":
@@ -199,6 +203,7 @@ def from_function(func: Any) -> Graph:
             if symbol is not None and found is not None:
                 name = name_of(op.results[0])
                 values[name] = Value(name, *found, kind="weight")
+                handles[name] = op.results[0]
                 weights.add(name)
             continue
         if op.name == "func.return":
@@ -219,10 +224,11 @@ def from_function(func: Any) -> Graph:
             producers[out_name] = kept[-1][0] if op_type in ("Transpose", "Reshape") else ""
         counts[op_type] = counts.get(op_type, 0) + 1
         values[out_name] = Value(out_name, *found)
+        handles[out_name] = op.results[0]
         layers.append(Layer(f"{op_type}_{counts[op_type] - 1}", op_type, [n for n, _ in kept],
                             out_name, _flops(op, op_type, [values[n].shape for n, _ in kept],
                                              found[0]), op, [i for _, i in kept]))
-    return Graph(values, layers, outputs)
+    return Graph(values, layers, outputs, handles)
 
 
 # -- by hand --------------------------------------------------------------------------------

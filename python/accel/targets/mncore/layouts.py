@@ -46,7 +46,7 @@ from typing import Any
 
 from accel.diagnostics import AccelError
 from accel.dialects.mncore_layout import HIERARCHY, Layout, LayoutSyntaxError
-from accel.targets.mncore.graph import ELEMENTWISE, GEMMS, Graph, Layer
+from accel.targets.mncore.graph import ELEMENTWISE, Graph, Layer
 
 PLANNERS = ("lpz", "bidi", "legacy")
 ROW, COL = "row", "col"
@@ -89,8 +89,8 @@ def generate(shape: tuple[int, ...], scheme: str, bits: int) -> str:
     used, rest[spread_dim] = _spread(shape[spread_dim], hierarchy)
     groups[spread_dim] = used
     taken = {level for level, _ in used}
-    other = rank - 2 if scheme == ROW else rank - 1
-    if rank >= 2:
+    other = rank - 2
+    if rank >= 2 and scheme == ROW:  # col keeps its last dimension inside each PE
         free = [(lv, cap) for lv, cap in hierarchy[1:] if lv not in taken]
         used2, rest[other] = _spread(shape[other], free)
         groups[other] = used2
@@ -397,7 +397,7 @@ def _backward(graph: Graph, p: _Planner, scheme: dict[str, str]) -> None:
     for v, root in cluster.items():
         members.setdefault(root, []).append(v)
     producer = graph.producer()
-    for root, group in members.items():
+    for group in members.values():
         free = all(v not in producer or producer[v].op_type in ELEMENTWISE for v in group)
         if not free:
             continue

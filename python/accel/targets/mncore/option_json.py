@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accel.diagnostics import AccelError
 from accel.options import OPTIONS, OptionError, check_value, parse_text
 
 PRESETS = ("O0", "O1", "O2", "O3", "O4", "debug")

@@ -104,7 +104,7 @@ class CostModel:
         self.float_dtype = float_dtype
         self.compute = {layer.name: self._compute(layer) for layer in graph.layers}
         self.relayout_in: dict[str, float] = {}
-        for value, layer, _i, _src, _dst, nbytes in plan.relayouts:
+        for _value, layer, _i, _src, _dst, nbytes in plan.relayouts:
             self.relayout_in[layer] = self.relayout_in.get(layer, 0.0) + \
                 arch.LAYER_OVERHEAD_S + nbytes / arch.RELAYOUT_BANDWIDTH
 
