@@ -164,8 +164,9 @@ def test_model_py(tmp_path: Path) -> None:
     settings = option_json(out)
     assert settings["pef_name"] == "mlp" and settings["entry"] == "get_model"
     assert settings["batch_size"] is None and settings["inference"] is False
-    from accel.api import OPTIONS
-    assert set(settings["options"]) == set(OPTIONS)  # every option, defaults included
+    from accel.options import for_target
+    # Every option of the target, defaults included (other targets' options do not apply).
+    assert set(settings["options"]) == {o.name for o in for_target("cpu")}
     assert settings["options"]["cache"] is False and settings["options"]["opt_level"] == 3
     log = (out / "compile.log").read_text()
     for name in PHASES + ("codegen",):
@@ -322,8 +323,8 @@ def test_help_and_version(tmp_path: Path) -> None:
     (("add.mlir", "--output-folder", "x", "-b", "4"), "-b/--batch-size applies to .py models"),
     (("add.mlir", "--output-folder", "x", "--target", "rdu"),
      "target 'rdu' is not implemented yet"),
-    (("model.py", "--output-folder", "x", "--target", "mncore"),
-     "target 'mncore' is not implemented yet"),
+    (("model.py", "--output-folder", "x", "--target", "mncore", "--option",
+      "scheduler=fastest"), "option 'scheduler' must be one of always_from_dram"),
     (("model.py", "--output-folder", "x", "--target", "gpu"), "argument --target: invalid choice"),
     (("model.py", "--output-folder", "x", "-b", "4"),
      "-b/--batch-size needs get_model() to take a batch_size keyword argument"),
