@@ -65,7 +65,11 @@ class MncoreTarget(Target):
 
         if options.get("aot"):
             raise NotSupportedYet("target 'mncore' has no AOT libraries yet")
-        self._effective(options)  # a bad option_json or env fails before any work
+        # A bad option_json, env or spec file fails here, before the model is imported.
+        from accel.targets.mncore.layouts import load_specs
+
+        opts, envs, _ = self._effective(options)
+        load_specs(opts.get("layout_spec"), opts.get("gemm_layout_spec"), envs)
 
     def _effective(self, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str],
                                                                str]:
