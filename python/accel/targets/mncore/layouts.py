@@ -36,6 +36,7 @@ charges (bytes over the relayout bandwidth in `arch`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -50,6 +51,9 @@ from accel.targets.mncore.graph import ELEMENTWISE, Graph, Layer
 
 PLANNERS = ("lpz", "bidi", "legacy")
 ROW, COL = "row", "col"
+#: A layer writing its output straight into a layout other than its own does the relayout
+#: on the way out, through the L1B/L2B network: ASSUMED half the cost of a separate one.
+FUSED_RELAYOUT_FRACTION = 0.5
 #: Long words one tensor may take per PE before the rest goes to time steps. ASSUMED: a
 #: quarter of LM (2048 words per bank) so that a layer's inputs and output fit together.
 WORDS_PER_TENSOR = 512
@@ -248,10 +252,15 @@ class Plan:
     wants: dict[tuple[str, int], str]
     #: (value, layer name, input index, src, dst, bytes), in layer order.
     relayouts: list[tuple[str, str, int, str, str, int]]
+    #: Layer name -> bytes of an output written in another layout than the layer's own
+    #: (lpz's fused relayouts): charged FUSED_RELAYOUT_FRACTION of a relayout.
+    fused: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def relayout_bytes(self) -> int:
-        return sum(r[5] for r in self.relayouts)
+        """Bytes the relayouts move, fused ones weighted by FUSED_RELAYOUT_FRACTION."""
+        return sum(r[5] for r in self.relayouts) + \
+            int(FUSED_RELAYOUT_FRACTION * sum(self.fused.values()))
 
 
 class _Planner:
@@ -318,13 +327,18 @@ class _Planner:
                 if want != layouts[name]:
                     relayouts.append((name, layer.name, i, layouts[name], want,
                                       g.values[name].nbytes))
+        fused = {}
+        for layer in g.layers:
+            if layer.output not in self.fixed_out and \
+                    scheme[layer.output] != self.out_scheme(layer, scheme):
+                fused[layer.name] = g.values[layer.output].nbytes
         for value, text in layouts.items() if check else ():
             steps = time_steps(text)
             if steps > self.max_time:
                 raise AccelError(f"tensor {value} {list(g.values[value].shape)} needs {steps} "
                                  f"time slices in layout {text}, more than "
                                  f"CODEGEN_MAX_TIME_SLICE={self.max_time}")
-        return Plan(planner, layouts, wants, relayouts)
+        return Plan(planner, layouts, wants, relayouts, fused)
 
     def out_scheme(self, layer: Layer, scheme: dict[str, str]) -> str:
         """Forward rule: the scheme `layer` gives its output given its inputs' schemes."""

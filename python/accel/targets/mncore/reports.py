@@ -13,7 +13,7 @@ from typing import Any
 
 from accel.targets.mncore import arch
 from accel.targets.mncore.graph import Graph
-from accel.targets.mncore.layouts import Plan
+from accel.targets.mncore.layouts import FUSED_RELAYOUT_FRACTION, Plan
 from accel.targets.mncore.schedule import Schedule
 
 
@@ -47,7 +47,8 @@ def l3ir(func: str, graph: Graph, plan: Plan, sched: Schedule, options: dict[str
         lines.append(f"layer {layer.name} {layer.op_type}({', '.join(layer.inputs)}) -> "
                      f"{layer.output} shape={list(out.shape)} layout="
                      f"{plan.layouts[layer.output]} time_us={step.time_s * 1e6:.3f} "
-                     f"slices={step.slices}")
+                     f"slices={step.slices}"
+                     + (" relayout_out=fused" if layer.name in plan.fused else ""))
         for name in step.stores:
             lines.append(f"store {name} lm->dram bytes={graph.values[name].nbytes}")
     lines.append(f"# total_time_us={sched.time_s * 1e6:.3f}")
@@ -93,15 +94,17 @@ def summary(graph: Graph, plan: Plan, sched: Schedule, phases: list[dict[str, An
         entry = per_op.setdefault(step.op_type, {"time_us": 0.0, "count": 0})
         entry["time_us"] += step.time_s * 1e6
         entry["count"] += 1
-    relayout_us = sum(arch.LAYER_OVERHEAD_S + r[5] / arch.RELAYOUT_BANDWIDTH
-                      for r in plan.relayouts) * 1e6
+    relayout_us = (sum(arch.LAYER_OVERHEAD_S + r[5] / arch.RELAYOUT_BANDWIDTH
+                       for r in plan.relayouts)
+                   + FUSED_RELAYOUT_FRACTION * sum(plan.fused.values())
+                   / arch.RELAYOUT_BANDWIDTH) * 1e6
     stats: dict[str, Any] = {
         "ALL": {"time_us": sched.time_s * 1e6},
         "compute": {"time_us": sum(s.compute_s for s in sched.steps) * 1e6 - relayout_us},
         "dma": {"time_us": sum(s.dma_s for s in sched.steps) * 1e6,
                 "bytes": sum(s.dma_bytes for s in sched.steps)},
         "relayout": {"time_us": relayout_us, "count": len(plan.relayouts),
-                     "bytes": plan.relayout_bytes},
+                     "fused": len(plan.fused), "bytes": plan.relayout_bytes},
     }
     stats.update({f"op:{k}": v for k, v in sorted(per_op.items())})
     return {"flops": graph.flops, "layers": rows, "perf_stats": stats,

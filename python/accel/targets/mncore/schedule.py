@@ -8,7 +8,9 @@ Cost model (all constants in `arch`, each with its source or ASSUMED):
   GEMMs under `float_dtype=mixed`), FP32 for float, FP64 for double; plus
   `LAYER_OVERHEAD_S`.
 - Moving a tensor between DRAM and LM costs `DMA_OVERHEAD_S + bytes / DRAM bandwidth`.
-- A relayout costs `bytes / RELAYOUT_BANDWIDTH` (the L2B network) plus a layer overhead.
+- A relayout costs `bytes / RELAYOUT_BANDWIDTH` (the L2B network) plus a layer overhead;
+  a layer writing its output in another layout than its own (lpz's fused relayouts) pays
+  `FUSED_RELAYOUT_FRACTION` of that, without the overhead.
 - A layer whose inputs and output do not fit the SRAM budget together runs in
   `ceil(working set / budget)` time slices and streams the excess from DRAM.
 - Layer time = compute + DMA (no overlap: ASSUMED, conservative); the total is the sum.
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from accel.diagnostics import AccelError
 from accel.targets.mncore import arch
 from accel.targets.mncore.graph import ELEMENTWISE, GEMMS, Graph, Layer
-from accel.targets.mncore.layouts import Plan
+from accel.targets.mncore.layouts import FUSED_RELAYOUT_FRACTION, Plan
 
 SCHEDULERS = ("always_from_dram", "reuse_consecutive", "spill_opt", "auto_recompute_sa")
 SIMULATION_MODES = ("auto", "default", "fast", "best", "full", "fake")
@@ -107,6 +109,9 @@ class CostModel:
         for _value, layer, _i, _src, _dst, nbytes in plan.relayouts:
             self.relayout_in[layer] = self.relayout_in.get(layer, 0.0) + \
                 arch.LAYER_OVERHEAD_S + nbytes / arch.RELAYOUT_BANDWIDTH
+        for layer, nbytes in plan.fused.items():  # written in another layout on the way out
+            self.relayout_in[layer] = self.relayout_in.get(layer, 0.0) + \
+                FUSED_RELAYOUT_FRACTION * nbytes / arch.RELAYOUT_BANDWIDTH
 
     def dtype_of(self, layer: Layer) -> str:
         if self.float_dtype == "mixed":
