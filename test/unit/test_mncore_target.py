@@ -78,7 +78,7 @@ def test_presets_are_json_files_and_spine_presets() -> None:
     for name, data in files.items():
         assert spine[name] == {"option_json": name} and data["name"] == name
     assert files["debug"]["args"]["scheduler"] == "always_from_dram"
-    assert files["O0"]["args"]["scheduler"] == "always_from_dram"
+    assert files["O0"]["args"]["scheduler"] == "reuse_consecutive"  # the safe default
     steps = [int(files[f"O{i}"]["envs"]["CODEGEN_SA_STEPS"]) for i in (1, 2, 3, 4)]
     assert all(files[f"O{i}"]["args"]["scheduler"] == "auto_recompute_sa" for i in (1, 2, 3, 4))
     assert steps == sorted(steps) and steps[0] < steps[-1]  # O2+ search grows

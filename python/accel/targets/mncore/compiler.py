@@ -108,7 +108,8 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
                        for r in plan.relayouts)
         with log.phase("schedule") as out:
             cost = schedule.CostModel(g, plan, float_dtype or "float", opts["simulation_mode"],
-                                      opts["sram_budget"], opts["scheduler"])
+                                      opts["sram_budget"], opts["scheduler"],
+                                      merge=envs.get("CODEGEN_USE_MERGE", "0") not in ("0", ""))
             sched = schedule.schedule(g, cost, opts["scheduler"], envs,
                                       opts["sa_expected_run_iters"])
             out.append(f"scheduler {sched.scheduler}: {sched.time_s * 1e6:.3f} us estimated "

@@ -49,8 +49,10 @@ SCHEDULERS = ("always_from_dram", "reuse_consecutive", "spill_opt", "auto_recomp
 SIMULATION_MODES = ("auto", "default", "fast", "best", "full", "fake")
 #: GEMM mapping patterns (MLSDK's ConstrainAssignment) and the fraction of peak each reaches:
 #: ASSUMED. Better simulation modes try more patterns and keep the fastest.
-GEMM_PATTERNS = (("row_split", 0.55), ("channel_split", 0.65), ("l1_merge", 0.75),
-                 ("full_tile", 0.8))
+GEMM_PATTERNS = (("row_split", 0.55), ("channel_split", 0.65), ("full_tile", 0.7),
+                 ("l1_merge", 0.8))
+#: The pattern only CODEGEN_USE_MERGE=1 allows (MLSDK's L1Merge, O3 and up).
+MERGE_PATTERN = "l1_merge"
 _PATTERNS_TRIED = {"fake": 0, "fast": 1, "default": 2, "best": 3, "full": 4}
 #: `fake` does not simulate: a rough estimate, ASSUMED 1.25x the one-pattern time.
 FAKE_FACTOR = 1.25
@@ -96,8 +98,9 @@ class CostModel:
     """Per-layer compute times and DMA costs for one graph, plan and set of options."""
 
     def __init__(self, graph: Graph, plan: Plan, float_dtype: str, simulation_mode: str,
-                 sram_budget: float, scheduler: str):
+                 sram_budget: float, scheduler: str, merge: bool = False):
         self.graph, self.plan = graph, plan
+        self.patterns = [eff for name, eff in GEMM_PATTERNS if merge or name != MERGE_PATTERN]
         self.sram = arch.sram_bytes(sram_budget)
         mode = simulation_mode
         if mode == "auto":  # MLSDK: chosen by the scheduler
@@ -123,7 +126,7 @@ class CostModel:
         if layer.op_type not in GEMMS:
             return arch.LAYER_OVERHEAD_S + layer.flops / (peak * arch.VECTOR_EFFICIENCY)
         tried = _PATTERNS_TRIED[self.mode]
-        best = max(eff for _, eff in GEMM_PATTERNS[:max(tried, 1)])
+        best = max(self.patterns[:max(tried, 1)])
         seconds = layer.flops / (peak * best)
         if tried == 0:
             seconds *= FAKE_FACTOR
