@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-from accel.api import OPTIONS, VERIFY_ATOL, VERIFY_RTOL  # noqa: E402
+from accel.api import VERIFY_ATOL, VERIFY_RTOL  # noqa: E402
 from accel.diagnostics import AccelError  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
