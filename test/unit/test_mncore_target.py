@@ -218,3 +218,17 @@ def test_ignore_layout_check(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CODEGEN_IGNORE_LAYOUT_CHECK", "1")
     fn = compile_mlp(layout_spec=spec, layout_planner="legacy")
     assert "dst=((4_L1B:1), (64_MAB:1))" in fn.compiled.files["l3ir.txt"]
+
+
+def test_runs_layer_by_layer_in_schedule_order(tmp_path) -> None:
+    fn = compile_mlp(codegen_dir=str(tmp_path), scheduler="auto_recompute_sa")
+    program = json.loads((tmp_path / "layers.json").read_text())
+    # The host runs one function per layer, in the l3ir program's (the schedule's) order.
+    written = [line.split(" -> ")[1].split()[0]
+               for line in (tmp_path / "l3ir.txt").read_text().splitlines()
+               if line.startswith("layer ")]
+    assert [out for _fn, _args, out in program["layers"]] == written
+    assert len(written) >= 7
+    assert "layer functions, run in schedule order" in (tmp_path / "logs/split.log").read_text()
+    assert set(fn.compiled.functions) == {"main"}  # layer functions are internal
+    np.testing.assert_allclose(run(fn), REF, rtol=1e-4, atol=1e-5)

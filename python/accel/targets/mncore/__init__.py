@@ -28,6 +28,8 @@ PROGRAM = "mncore_host.mlir"
 #: The compiler's reports an artifact keeps (codegen_dir also has option.json, written
 #: by the compile: accel-compile writes its own option.json into its folders).
 PLANNED_FILES = ("l3ir.txt", "summary.json")
+#: The layer program (layered.py): which host function runs each layer, in schedule order.
+LAYERS = "layers.json"
 
 
 @dataclasses.dataclass
@@ -43,6 +45,19 @@ class MncoreExecutable:
     estimated_us: float
 
     def __getitem__(self, name: str) -> Any:
+        layers = self.files.get("layers.json")
+        if layers is not None:
+            import json
+
+            from accel.targets.mncore.layered import LayeredCall, Program
+
+            data = json.loads(layers)
+            if data.get("entry") == name:
+                return LayeredCall(self.host, Program.from_json(data), self.weights,
+                                   self.float_dtype == "double")
+        if name not in self.functions:
+            raise ValueError(f"no public function @{name}; available: "
+                             f"{', '.join('@' + n for n in self.functions)}")
         fn = self.host[name]
         if self.float_dtype == "double":
             from accel.targets.mncore.precision import DoubleCall
@@ -95,7 +110,7 @@ class MncoreTarget(Target):
 
         files: dict[str, Any] = {}
         for fname, text in [(PROGRAM, executable.program), *executable.files.items()]:
-            if fname not in (PROGRAM, *PLANNED_FILES):
+            if fname not in (PROGRAM, LAYERS, *PLANNED_FILES):
                 continue
             data = text.encode()
             atomic_write(folder / fname, data)
@@ -115,8 +130,11 @@ class MncoreTarget(Target):
             raise AccelError(f"artifact '{folder}': malformed manifest (target_files)")
         program = checked_file(folder, PROGRAM, files).decode()
         kept = {n: checked_file(folder, n, files).decode() for n in PLANNED_FILES}
+        if LAYERS in files:
+            kept[LAYERS] = checked_file(folder, LAYERS, files).decode()
         host, functions = host_compile(program, files["float_dtype"], weights,
                                        cache=False, filename=str(folder / PROGRAM))
+        functions = {n: sig for n, sig in functions.items() if not n.startswith("layer_")}
         return MncoreExecutable(host, functions, weights, files["float_dtype"], program, kept,
                                 float(files.get("estimated_us", 0.0)))
 

@@ -115,6 +115,8 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
             out.append(f"scheduler {sched.scheduler}: {sched.time_s * 1e6:.3f} us estimated "
                        f"(simulation_mode {cost.mode}, SA steps {sched.sa_steps}, "
                        f"recomputed {len(sched.recomputed)})")
+        with log.phase("split") as out:
+            layered_program = _split(module, funcs[0], g, sched.order, out)
         with log.phase("precision") as out:
             if float_dtype in ("mixed", "half"):
                 count = precision.round_to_half(module, gemms_only=float_dtype == "mixed")
@@ -130,9 +132,13 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     with log.phase("host-compile"):
         host, functions = host_compile(program, float_dtype, weights,
                                        cache=bool(opts.get("cache", True)), filename=filename)
+        functions = {n: sig for n, sig in functions.items() if not n.startswith("layer_")}
     files = {"l3ir.txt": reports.l3ir(func_name, g, plan, sched, opts),
              "option.json": option_json.option_file(opts, envs, name)}
     bound = _host_weights(weights, float_dtype)
+    if layered_program is not None:
+        files["layers.json"] = reports.dumps({"entry": func_name,
+                                              **layered_program.to_json()})
     executable = MncoreExecutable(host, functions, bound, float_dtype, program, files,
                                   sched.time_s * 1e6)
     files["summary.json"] = reports.dumps(reports.summary(g, plan, sched, log.rows, opts))
@@ -143,6 +149,23 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     if opts.get("out_onnx"):
         _write_onnx(opts["out_onnx"])
     return executable
+
+
+def _split(module: Any, func: Any, g: Any, order: list[str], out: list[str]) -> Any:
+    """Append one function per layer to `module` (layered.py); the Program, or None when
+    the function cannot be split (then the whole program runs as one call)."""
+    from accel.ir import Module
+    from accel.targets.mncore import layered
+
+    try:
+        text, program = layered.split(func, g, order)
+    except AccelError as err:
+        out.append(f"not split ({err}): the program runs as one host call")
+        return None
+    for op in Module.parse("module {\n" + text + "}\n").body.operations:
+        module.body.append(op.operation)
+    out.append(f"{len(program.layers)} layer functions, run in schedule order")
+    return program
 
 
 def _host_weights(weights: Mapping[str, np.ndarray], float_dtype: str | None

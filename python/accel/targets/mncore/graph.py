@@ -47,6 +47,8 @@ class Value:
     shape: tuple[int, ...]
     bits: int
     kind: str = "activation"  # "activation" | "input" | "weight"
+    #: The global a weight is read from (`memref.global` symbol), else "".
+    symbol: str = ""
 
     @property
     def elements(self) -> int:
@@ -202,7 +204,7 @@ def from_function(func: Any) -> Graph:
             found = _tensor(op.results[0].type)
             if symbol is not None and found is not None:
                 name = name_of(op.results[0])
-                values[name] = Value(name, *found, kind="weight")
+                values[name] = Value(name, *found, kind="weight", symbol=symbol)
                 handles[name] = op.results[0]
                 weights.add(name)
             continue
