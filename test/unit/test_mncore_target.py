@@ -232,3 +232,16 @@ def test_runs_layer_by_layer_in_schedule_order(tmp_path) -> None:
     assert "layer functions, run in schedule order" in (tmp_path / "logs/split.log").read_text()
     assert set(fn.compiled.functions) == {"main"}  # layer functions are internal
     np.testing.assert_allclose(run(fn), REF, rtol=1e-4, atol=1e-5)
+
+
+def test_spec_layout_is_checked_at_the_tensor_width(tmp_path) -> None:
+    """4 lanes fit a long word of f16 but not of f32: the entry fits its shape in general
+    (checked when loaded) and fails on the f32 tensor it applies to."""
+    layout = "((4_L1B:1), (16_MAB:1, 4_W:1))"
+    spec = write(tmp_path, "w.json", [{"trigger": "FixOutput", "op_type": "Gemm",
+                                       "shape": [4, 64], "layout": layout}])
+    with pytest.raises(AccelError, match=r"w.json\[0\]: layout .* does not fit FixOutput tensor "
+                                         r"%11 \[4, 64\]: W spans 4 lanes"):
+        compile_mlp(layout_spec=spec, float_dtype="float")
+    fn = compile_mlp(layout_spec=spec, float_dtype="mixed", layout_planner="bidi")
+    np.testing.assert_allclose(run(fn), REF, rtol=1e-2, atol=1e-2)

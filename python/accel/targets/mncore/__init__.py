@@ -6,8 +6,9 @@
 Steps (each a phase with its own log in codegen_dir/logs/): `option_json` and CODEGEN_*
 variables (`option_json.py`) -> the layer graph (`graph.py`) -> layout planning with
 relayouts (`layouts.py`) -> scheduling with the SRAM model and cost model (`schedule.py`)
--> the precision of `float_dtype` applied to the program (`precision.py`) -> the host
-program JIT-compiled through the CPU target, so results are checkable against eager.
+-> one host function per layer (`layered.py`) -> the precision of `float_dtype` applied
+(`precision.py`) -> the host program JIT-compiled through the CPU target; a call runs the
+layers one by one in the schedule's order, so results are checkable against eager.
 The arch table with sources is `arch.py`; the reports (l3ir.txt, layout.html, ...) are
 `reports.py`; docs/mncore.md has the options, the cost model and the codegen_dir format.
 """

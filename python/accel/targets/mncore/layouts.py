@@ -162,7 +162,7 @@ def _checked_layout(text: Any, shape: tuple[int, ...] | None, where: str,
     except LayoutSyntaxError as err:
         raise AccelError(f"{where}: invalid layout \"{text}\": {err}") from None
     if shape is not None and envs.get("CODEGEN_IGNORE_LAYOUT_CHECK", "0") in ("0", ""):
-        report = layout.check(shape, 16)  # element width checked again per tensor
+        report = layout.check(shape, 16)  # the element width is checked per tensor (_fits)
         if report.errors:
             raise AccelError(f"{where}: layout \"{text}\" does not fit shape {list(shape)}: "
                              f"{report.errors[0]}")
@@ -278,6 +278,17 @@ class _Planner:
         v = self.graph.values[value]
         return generate(v.shape, scheme, self.bits.get(value, v.bits))
 
+    def _fits(self, entry: SpecEntry, value: str) -> None:
+        """The entry's layout against the tensor it applies to, at the tensor's width."""
+        if self.envs.get("CODEGEN_IGNORE_LAYOUT_CHECK", "0") not in ("0", ""):
+            return
+        v = self.graph.values[value]
+        report = Layout.parse(entry.layout).check(v.shape, self.bits.get(value, v.bits))
+        if report.errors:
+            raise AccelError(f"{entry.where}: layout \"{entry.layout}\" does not fit "
+                             f"{entry.trigger} tensor {value} {list(v.shape)}: "
+                             f"{report.errors[0]}")
+
     def _apply_specs(self) -> None:
         for layer in self.graph.layers:
             for entry in self.specs:
@@ -285,21 +296,26 @@ class _Planner:
                     if entry.key != layer.name:
                         continue
                     if entry.trigger == "C":
+                        self._fits(entry, layer.output)
                         self.fixed_out[layer.output] = entry.layout
                     else:
-                        self.fixed_in[(layer.name, 0 if entry.trigger == "A" else 1)] = \
-                            entry.layout
+                        index = 0 if entry.trigger == "A" else 1
+                        if index < len(layer.inputs):
+                            self._fits(entry, layer.inputs[index])
+                        self.fixed_in[(layer.name, index)] = entry.layout
                     self.used.add(entry.where)
                     continue
                 if entry.key != layer.op_type:
                     continue
                 if entry.trigger == "FixOutput" and \
                         self.graph.values[layer.output].shape == entry.shape:
+                    self._fits(entry, layer.output)
                     self.fixed_out[layer.output] = entry.layout
                     self.used.add(entry.where)
                 for i, name in enumerate(layer.inputs):
                     if entry.trigger == "SwitchInput" and \
                             self.graph.values[name].shape == entry.shape:
+                        self._fits(entry, name)
                         self.fixed_in[(layer.name, i)] = entry.layout
                         self.used.add(entry.where)
         unused = sorted({e.where for e in self.specs} - self.used)

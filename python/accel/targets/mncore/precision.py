@@ -43,13 +43,11 @@ def _round_value(value: Any, ip: InsertionPoint, loc: Location) -> Any:
     return ext.result
 
 
-def _round_uses(value: Any, after: Any, loc: Location) -> None:
-    """Every use of `value` reads it rounded through f16 (casts inserted after `after`)."""
+def _round_uses(value: Any, before: Any, loc: Location) -> None:
+    """Every use of `value` reads it rounded through f16 (casts inserted before `before`,
+    the op right after `value`'s definition)."""
     uses = [(u.owner, u.operand_number) for u in value.uses]
-    ip = InsertionPoint(after) if after is not None else None
-    if ip is None:
-        return
-    rounded = _round_value(value, ip, loc)
+    rounded = _round_value(value, InsertionPoint(before), loc)
     for owner, index in uses:
         owner.operands[index] = rounded
 
