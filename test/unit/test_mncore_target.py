@@ -169,7 +169,7 @@ def write(tmp_path, name, data) -> str:
     return str(path)
 
 
-def test_layout_spec_is_applied(tmp_path) -> None:
+def test_layout_spec_is_applied(tmp_path, monkeypatch) -> None:
     layout = "((4_L1B:1), (64_MAB:1))"
     bad = write(tmp_path, "s.json", [{"trigger": "FixOutput", "op_type": "Gemm",
                                       "shape": [4, 64], "layout": layout}])
@@ -184,6 +184,9 @@ def test_layout_spec_is_applied(tmp_path) -> None:
     free = compile_mlp(layout_spec=spec, layout_planner="lpz").compiled.files["l3ir.txt"]
     assert f"-> %11 shape=[4, 64] layout={layout} " not in free
     assert f"dst={layout} " in free
+    monkeypatch.setenv("CODEGEN_LAYOUT_PLANNER_Z_HONOR_LAYOUT_SPEC", "1")
+    honoured = compile_mlp(layout_spec=spec, layout_planner="lpz").compiled.files["l3ir.txt"]
+    assert f"-> %11 shape=[4, 64] layout={layout} " in honoured
 
 
 def test_layout_spec_errors(tmp_path, monkeypatch) -> None:
