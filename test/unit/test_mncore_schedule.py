@@ -124,6 +124,20 @@ def test_gpt2_matches_eager(gpt2) -> None:
     out = mixed["main"](ids.numpy())
     np.testing.assert_allclose(out, ref, rtol=2e-2, atol=2e-2)
     assert np.abs(out - ref).max() > 1e-4  # really rounded through half
+    # Every planner's layouts and relayouts verify on the real model (mncore dialect).
+    from accel.context import make_context
+    from accel.ir import Module, load_torch_dialects
+    from accel.passes.mncore_plan_layouts import annotate_plan
+
+    moves = {}
+    for planner in layouts.PLANNERS:
+        with make_context() as ctx:
+            load_torch_dialects(ctx)
+            module = Module.parse(fn.module_text())
+            func = next(op for op in module.body.operations if op.operation.name == "func.func")
+            annotated, moves[planner] = annotate_plan(func.operation, planner)
+            assert module.operation.verify() and annotated > 100
+    assert moves["lpz"] < moves["bidi"] < moves["legacy"]
 
 
 class BasicBlock(torch.nn.Module):

@@ -100,7 +100,8 @@ class Graph:
 # -- from MLIR ------------------------------------------------------------------------------
 def _bits(element: str) -> int:
     digits = "".join(c for c in element if c.isdigit())
-    return int(digits) if digits else 64  # index: a 64-bit long word
+    # index takes a 64-bit long word; i1 is stored in a byte (as the dialect counts it).
+    return max(8, int(digits)) if digits else 64
 
 
 def _tensor(type_: Any) -> tuple[tuple[int, ...], int] | None:
@@ -160,14 +161,14 @@ def _flops(op: Any, op_type: str, shapes: list[tuple[int, ...]], out: tuple[int,
     return 0
 
 
-def _data_inputs(op: Any) -> list[Any]:
-    """The operands an op reads data from (not its destination `outs`)."""
+def _data_inputs(op: Any) -> list[tuple[int, Any]]:
+    """(operand index, value) of the operands an op reads data from (not its `outs`)."""
     view = op.opview
-    if hasattr(view, "inputs"):
-        return list(view.inputs)
+    if hasattr(view, "inputs"):  # destination-passing style: ins come first
+        return list(enumerate(view.inputs))
     if hasattr(view, "input"):  # linalg.transpose, linalg.broadcast
-        return [view.input]
-    return [o for o in op.operands if _tensor(o.type) is not None][:1]
+        return [(0, view.input)]
+    return [(i, o) for i, o in enumerate(op.operands) if _tensor(o.type) is not None][:1]
 
 
 def from_function(func: Any) -> Graph:
@@ -216,10 +217,7 @@ def from_function(func: Any) -> Graph:
         found = _tensor(op.results[0].type)
         if found is None:
             continue
-        inputs = _data_inputs(op)
-        index = [i for i, o in enumerate(op.operands) if o in inputs]
-        names = [name_of(v) for v in inputs]
-        kept = [(n, i) for n, i in zip(names, index, strict=False) if n in values]
+        kept = [(name_of(v), i) for i, v in _data_inputs(op) if name_of(v) in values]
         op_type = _op_type(op, producers, weights, name_of)
         out_name = name_of(op.results[0])
         if kept:

@@ -337,8 +337,9 @@ class _Planner:
                 want = self.fixed_in.get((layer.name, i))
                 if want is None:
                     d = _demand(layer, i, g)
-                    want = layouts[name] if d is None and not _tied(layer, i, g) else \
-                        layouts[layer.output] if d is None else self.text(name, d)
+                    if d is None and _tied(layer, i, g):
+                        d = scheme[layer.output]  # the output's scheme, at this input's width
+                    want = layouts[name] if d is None else self.text(name, d)
                 wants[(layer.name, i)] = want
                 if want != layouts[name]:
                     relayouts.append((name, layer.name, i, layouts[name], want,
