@@ -70,7 +70,12 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(filename, str):
         raise table.OptionError(f"option 'filename' must be a str, got {filename!r}")
     given.setdefault("target", "cpu")
-    return table.resolve(given, extra={"filename": filename})
+    resolved = table.resolve(given, extra={"filename": filename})
+    if resolved["target"] == "cpu":  # e.g. float_dtype: refused, never silently ignored
+        from accel.targets.cpu import TARGET
+
+        TARGET.check(resolved)
+    return resolved
 
 
 # -- result ---------------------------------------------------------------------------------
