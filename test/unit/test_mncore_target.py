@@ -248,3 +248,35 @@ def test_spec_layout_is_checked_at_the_tensor_width(tmp_path) -> None:
         compile_mlp(layout_spec=spec, float_dtype="float")
     fn = compile_mlp(layout_spec=spec, float_dtype="mixed", layout_planner="bidi")
     np.testing.assert_allclose(run(fn), REF, rtol=1e-2, atol=1e-2)
+
+
+MODEL_PY = """\
+import torch
+
+
+def get_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh()).eval(), \\
+        (torch.randn(3, 6),)
+"""
+
+
+def test_accel_compile_target_mncore(tmp_path, monkeypatch, capsys) -> None:
+    """accel-compile --target mncore (in process): an artifact accel.load runs, with the
+    mncore reports; the target's options through --option."""
+    from accel.cli import run_main
+    from accel.tools.accel_compile import main
+
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    monkeypatch.chdir(tmp_path)
+    status = run_main(main, ["model.py", "--target", "mncore", "--output-folder", "out",
+                             "--option", "float_dtype=mixed", "--option",
+                             "scheduler=spill_opt", "--option", "codegen_dir=cg"])
+    assert status == 0, capsys.readouterr().err
+    assert "scheduler=spill_opt" in (tmp_path / "out" / "l3ir.txt").read_text()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh()).eval()
+    x = torch.randn(3, 6)
+    for folder in ("out", "cg"):
+        got = accel.load(tmp_path / folder)(x).numpy()
+        np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-2, atol=1e-2)
