@@ -10,6 +10,10 @@ keeping each layer's result in a host dictionary (the emulated device memory), e
 the tensors the l3ir program moves. Weights are passed as arguments (the arrays bound by
 name), so a layer function reads no global.
 
+The entry function's body is then replaced by `tensor.empty` results (compiler.py,
+`_stub_body`): it only gives the host compile the entry's signature, and `executable[entry]`
+is a `LayeredCall`, never the stub.
+
 The split never changes numerics: each layer is the same op on the same values. When a
 function cannot be split (a return of something that is not a graph tensor), the target
 falls back to calling the whole program (said in logs/host-compile.log).
