@@ -86,10 +86,7 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
             module = Module.parse(text)
         except MLIRError as err:
             raise from_mlir_error(err, filename) from None
-        funcs = [op for op in module.body.operations if op.operation.name == "func.func"
-                 and op.regions[0].blocks and "private" not in str(
-                     op.attributes["sym_visibility"] if "sym_visibility" in op.attributes
-                     else "")]
+        funcs = [op for op in module.body.operations if _is_public_definition(op)]
         if not funcs:
             raise AccelError(f"{filename}: no public function to compile for mncore")
         func_name = str(funcs[0].attributes["sym_name"]).strip('"')
@@ -149,6 +146,14 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     if opts.get("out_onnx"):
         _write_onnx(opts["out_onnx"])
     return executable
+
+
+def _is_public_definition(op: Any) -> bool:
+    """A `func.func` with a body that is not private (what the entry can be)."""
+    if op.operation.name != "func.func" or not op.regions[0].blocks:
+        return False
+    attrs = op.attributes
+    return "sym_visibility" not in attrs or str(attrs["sym_visibility"]) != '"private"'
 
 
 def _split(module: Any, func: Any, g: Any, order: list[str], out: list[str]) -> Any:
