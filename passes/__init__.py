@@ -13,6 +13,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     emit_c_interface,
     loop_interchange,
     matmul_microkernel,
+    mncore_plan_layouts,
     mncore_strip_layouts,
     parallelize_loops,
     prepare_one_shot,

@@ -20,6 +20,7 @@ _LAZY = {
     "compile": ("accel.api", "compile"),
     "CompiledModule": ("accel.compiled_module", "CompiledModule"),
     "load": ("accel.api", "load"),
+    "load_codegen_dir": ("accel.api", "load_codegen_dir"),
     "import_torch": ("accel.frontend", "import_torch"),
     "compile_mlir": ("accel.targets.cpu.compile", "compile_mlir"),
     "CompiledMLIR": ("accel.targets.cpu.jit", "CompiledMLIR"),

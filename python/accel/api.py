@@ -19,7 +19,7 @@ from accel.compiled_module import CompiledModule
 from accel.options import OPTIONS, VERIFY_ATOL, VERIFY_RTOL
 
 __all__ = ["OPTIONS", "VERIFY_ATOL", "VERIFY_RTOL", "CompiledModule", "compile", "load",
-           "resolve_options"]
+           "load_codegen_dir", "resolve_options"]
 
 
 def resolve_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -102,3 +102,9 @@ def load(folder: Any) -> CompiledModule:
     module = CompiledModule(None, found.executable, None, found.entry, found.options)
     module.set_module_text(found.model_mlir)
     return module
+
+
+def load_codegen_dir(folder: Any) -> CompiledModule:
+    """The compiled function of a `codegen_dir` (MLSDK's `Context.load_codegen_dir`),
+    without tracing the model again: a codegen_dir is also an artifact folder."""
+    return load(folder)

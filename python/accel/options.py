@@ -112,8 +112,7 @@ _TABLE: tuple[Option, ...] = (
                         "int32", "mixed_int8_int32")),
     Option("float_dtype", (str, _NONE), None, "Convert float computation to this dtype; "
            "None keeps the model's dtypes.", affects_code=True,
-           choices=(None, "mixed", "half", "float", "double"),
-           unsupported=("mixed", "half", "float", "double")),
+           choices=(None, "mixed", "half", "float", "double")),
     Option("cache", (bool,), True, "Reuse and fill the on-disk compile cache "
            "($ACCEL_CACHE_DIR, else $XDG_CACHE_HOME/accel or ~/.cache/accel); docs/cache.md."),
     Option("verify_numerics", (bool,), False, f"Also run the model eagerly on every call and "
@@ -175,6 +174,38 @@ _TABLE: tuple[Option, ...] = (
     Option("n_chips", (int,), 1, "RDU: chips the sections are placed on (pipeline stages "
            "balanced by estimated time).", scope="rdu", affects_code=True, flag="--n-chips",
            minimum=1, maximum=8),
+    # -- mncore -------------------------------------------------------------------------------
+    Option("option_json", (str, _NONE), None, "MLSDK option file: a preset name (O0, O1, O2, "
+           "O3, O4, debug) or a path to JSON {name, envs, args}; options given directly win, "
+           "envs apply unless already in the environment (docs/mncore.md).", scope="mncore",
+           affects_code=True),
+    Option("layout_planner", (str,), "lpz", "Layout planner: lpz (Layout Planner Z), bidi "
+           "(bidirectional), legacy.", scope="mncore", affects_code=True,
+           flag="--layout-planner", choices=("lpz", "bidi", "legacy")),
+    Option("scheduler", (str,), "reuse_consecutive", "Scheduler (SRAM use between layers): "
+           "always_from_dram, reuse_consecutive, spill_opt, auto_recompute_sa (annealing).",
+           scope="mncore", affects_code=True, flag="--scheduler",
+           choices=("always_from_dram", "reuse_consecutive", "spill_opt", "auto_recompute_sa")),
+    Option("simulation_mode", (str,), "auto", "Node simulation: how many GEMM mapping "
+           "patterns the cost model tries (fake: none, a rough estimate).", scope="mncore",
+           affects_code=True, flag="--simulation-mode",
+           choices=("auto", "default", "fast", "best", "full", "fake")),
+    Option("sram_budget", (float,), 1.0, "Fraction of LM the scheduler may use (0 < x <= 1).",
+           scope="mncore", affects_code=True, flag="--sram-budget", minimum=0.0, maximum=1.0,
+           check=lambda v: "must be > 0" if v <= 0 else None),
+    Option("sa_expected_run_iters", (int,), 0, "Runs the compiled program is expected to make: "
+           "caps the annealing steps (0: CODEGEN_SA_STEPS, no cap).", scope="mncore",
+           affects_code=True, flag="--sa-expected-run-iters", minimum=0),
+    Option("layout_spec", (str, _NONE), None, "JSON file of layout overrides [{trigger, "
+           "op_type, shape, layout}].", scope="mncore", affects_code=True,
+           flag="--layout-spec"),
+    Option("gemm_layout_spec", (str, _NONE), None, "JSON file of GEMM layout overrides "
+           "[{key, A, BT, C}].", scope="mncore", affects_code=True, flag="--gemm-layout-spec"),
+    Option("codegen_dir", (str, _NONE), None, "Folder for option.json, l3ir.txt, layout.html, "
+           "summary.json, profile.json and compile logs (docs/mncore.md).", scope="mncore",
+           flag="--codegen-dir"),
+    Option("out_onnx", (str, _NONE), None, "Also write the layer graph as ONNX to this path "
+           "(needs the onnx package).", scope="mncore", flag="--out-onnx"),
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})

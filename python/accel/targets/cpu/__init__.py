@@ -37,6 +37,11 @@ class CpuTarget(Target):
         fuse = ["fuse"] if options.get("opt_level", 3) else []
         return [*fuse, "bufferize", "llvm-dialect", "llvm-ir", "codegen"]
 
+    def check(self, options: Mapping[str, Any]) -> None:
+        from accel.targets.cpu.pipelines import check
+
+        check(options)
+
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
         from accel.targets.cpu.compile import compile_mlir

@@ -47,7 +47,7 @@ from accel.runtime.signature import signature_to_json
 from accel.runtime.weights import check_bindings
 from accel.targets.cpu import signatures as abi
 from accel.targets.cpu.jit import CompiledMLIR, from_cache
-from accel.targets.cpu.pipelines import pipeline_text, pipelines
+from accel.targets.cpu.pipelines import check, pipeline_text, pipelines
 
 
 # -- options --------------------------------------------------------------------------------
@@ -63,7 +63,10 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(filename, str):
         raise table.OptionError(f"option 'filename' must be a str, got {filename!r}")
     given.setdefault("target", "cpu")
-    return table.resolve(given, extra={"filename": filename})
+    resolved = table.resolve(given, extra={"filename": filename})
+    if resolved["target"] == "cpu":  # e.g. float_dtype: refused, never silently ignored
+        check(resolved)
+    return resolved
 
 
 # -- compile --------------------------------------------------------------------------------

@@ -140,3 +140,13 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     bufferize = BUFFERIZE[:at] + middle + BUFFERIZE[at:]
     return fuse, bufferize, LOWER_TO_LLVM
 
+
+def check(options: Mapping[str, Any]) -> None:
+    """Refuse what these pipelines cannot honour (never silently ignore it)."""
+    from accel.diagnostics import NotSupportedYet
+
+    # float_dtype is an emulated target's precision (mncore); the host keeps the model's.
+    if options.get("float_dtype") is not None:
+        raise NotSupportedYet(f"option 'float_dtype' is not supported yet with value "
+                              f"{options['float_dtype']!r} on target cpu (supported: the "
+                              "default, None)")

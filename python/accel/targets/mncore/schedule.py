@@ -1,0 +1,285 @@
+"""Schedulers and the cost model: the estimated device time of a planned layer graph.
+
+Cost model (all constants in `arch`, each with its source or ASSUMED):
+
+- A layer's compute time is `flops / (peak(dtype) * efficiency)`: GEMMs (MatMul, Gemm,
+  Conv) run on the MAU's FMA array at the `simulation_mode`'s best pattern efficiency,
+  other layers at `VECTOR_EFFICIENCY`; `peak` is the FP16 peak for half tensors (and for
+  GEMMs under `float_dtype=mixed`), FP32 for float, FP64 for double; plus
+  `LAYER_OVERHEAD_S`.
+- Moving a tensor between DRAM and LM costs `DMA_OVERHEAD_S + bytes / DRAM bandwidth`.
+- A relayout costs `bytes / RELAYOUT_BANDWIDTH` (the L2B network) plus a layer overhead;
+  a layer writing its output in another layout than its own (lpz's fused relayouts) pays
+  `FUSED_RELAYOUT_FRACTION` of that, without the overhead.
+- A layer whose inputs and output do not fit the SRAM budget together runs in
+  `ceil(working set / budget)` time slices and streams the excess from DRAM.
+- Layer time = compute + DMA (no overlap: ASSUMED, conservative); the total is the sum.
+
+Schedulers (`scheduler`), weakest first; each decides which tensors stay in LM (the SRAM,
+`arch.sram_bytes(sram_budget)`) between layers:
+
+- `always_from_dram`: every input is loaded from DRAM before each layer, every output
+  stored after it.
+- `reuse_consecutive` (default): as always_from_dram, but the previous layer's output is
+  read from LM when it fits.
+- `spill_opt`: tensors stay in LM until it is full; then the one needed furthest in the
+  future is evicted (stored to DRAM only if it is still needed: Belady's rule); outputs are
+  stored only when evicted or returned.
+- `auto_recompute_sa`: simulated annealing over the layer order (swapping adjacent
+  independent layers) and the set of tensors *recomputed* instead of reloaded (cheap
+  elementwise producers), scored by the spill_opt simulation; starts from and never returns
+  worse than the spill_opt and reuse_consecutive schedules. Steps: CODEGEN_SA_STEPS,
+  capped by `sa_expected_run_iters` (compile effort is only worth what the runs save);
+  CODEGEN_NUM_SA_THREADS independent chains (run one after another here, seeds 0..n-1).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from accel.diagnostics import AccelError
+from accel.targets.mncore import arch
+from accel.targets.mncore.graph import ELEMENTWISE, GEMMS, Graph, Layer
+from accel.targets.mncore.layouts import FUSED_RELAYOUT_FRACTION, Plan
+
+SCHEDULERS = ("always_from_dram", "reuse_consecutive", "spill_opt", "auto_recompute_sa")
+SIMULATION_MODES = ("auto", "default", "fast", "best", "full", "fake")
+#: GEMM mapping patterns (MLSDK's ConstrainAssignment) and the fraction of peak each reaches:
+#: ASSUMED. Better simulation modes try more patterns and keep the fastest.
+GEMM_PATTERNS = (("row_split", 0.55), ("channel_split", 0.65), ("full_tile", 0.7),
+                 ("l1_merge", 0.8))
+#: The pattern only CODEGEN_USE_MERGE=1 allows (MLSDK's L1Merge, O3 and up).
+MERGE_PATTERN = "l1_merge"
+_PATTERNS_TRIED = {"fake": 0, "fast": 1, "default": 2, "best": 3, "full": 4}
+#: `fake` does not simulate: a rough estimate, ASSUMED 1.25x the one-pattern time.
+FAKE_FACTOR = 1.25
+#: Default CODEGEN_SA_STEPS here: MLSDK's is 1,000,000 in C++; this model's annealer is
+#: Python, so its default is ASSUMED 4000 steps.
+DEFAULT_SA_STEPS = 4000
+#: Annealing steps worth spending per expected run (`sa_expected_run_iters`): ASSUMED.
+SA_STEPS_PER_RUN = 200
+
+
+@dataclass
+class Step:
+    """One scheduled layer (or relayout): its time and the DMA it needed."""
+
+    name: str
+    op_type: str
+    time_s: float
+    compute_s: float
+    dma_s: float
+    dma_bytes: int
+    sram_bytes: int
+    slices: int = 1
+    #: Tensors loaded from DRAM before the layer / stored after it / recomputed for it.
+    loads: list[str] = field(default_factory=list)
+    stores: list[str] = field(default_factory=list)
+    recomputes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Schedule:
+    scheduler: str
+    order: list[str]
+    steps: list[Step]
+    recomputed: list[str] = field(default_factory=list)
+    sa_steps: int = 0
+
+    @property
+    def time_s(self) -> float:
+        return sum(s.time_s for s in self.steps)
+
+
+class CostModel:
+    """Per-layer compute times and DMA costs for one graph, plan and set of options."""
+
+    def __init__(self, graph: Graph, plan: Plan, float_dtype: str, simulation_mode: str,
+                 sram_budget: float, scheduler: str, merge: bool = False):
+        self.graph, self.plan = graph, plan
+        self.patterns = [eff for name, eff in GEMM_PATTERNS if merge or name != MERGE_PATTERN]
+        self.sram = arch.sram_bytes(sram_budget)
+        mode = simulation_mode
+        if mode == "auto":  # MLSDK: chosen by the scheduler
+            mode = "default" if scheduler == "auto_recompute_sa" else "fast"
+        self.mode = mode
+        self.float_dtype = float_dtype
+        self.compute = {layer.name: self._compute(layer) for layer in graph.layers}
+        self.relayout_in: dict[str, float] = {}
+        for _value, layer, _i, _src, _dst, nbytes in plan.relayouts:
+            self.relayout_in[layer] = self.relayout_in.get(layer, 0.0) + \
+                arch.LAYER_OVERHEAD_S + nbytes / arch.RELAYOUT_BANDWIDTH
+        for layer, nbytes in plan.fused.items():  # written in another layout on the way out
+            self.relayout_in[layer] = self.relayout_in.get(layer, 0.0) + \
+                FUSED_RELAYOUT_FRACTION * nbytes / arch.RELAYOUT_BANDWIDTH
+
+    def dtype_of(self, layer: Layer) -> str:
+        if self.float_dtype == "mixed":
+            return "half" if layer.op_type in GEMMS else "float"
+        return self.float_dtype
+
+    def _compute(self, layer: Layer) -> float:
+        peak = arch.PEAK_FLOPS[self.dtype_of(layer)]
+        if layer.op_type not in GEMMS:
+            return arch.LAYER_OVERHEAD_S + layer.flops / (peak * arch.VECTOR_EFFICIENCY)
+        tried = _PATTERNS_TRIED[self.mode]
+        best = max(self.patterns[:max(tried, 1)])
+        seconds = layer.flops / (peak * best)
+        if tried == 0:
+            seconds *= FAKE_FACTOR
+        return arch.LAYER_OVERHEAD_S + seconds
+
+    @staticmethod
+    def dma(nbytes: int) -> float:
+        return arch.DMA_OVERHEAD_S + nbytes / arch.MEMORIES["dram"].bandwidth if nbytes else 0.0
+
+
+def _topo_ok(order: list[Layer], graph: Graph) -> bool:
+    ready = {v for v, val in graph.values.items() if val.kind != "activation"}
+    for layer in order:
+        if any(n not in ready for n in layer.inputs):
+            return False
+        ready.add(layer.output)
+    return True
+
+
+def simulate(graph: Graph, cost: CostModel, scheduler: str, order: list[Layer] | None = None,
+             recompute: frozenset[str] = frozenset()) -> Schedule:
+    """Run the SRAM model over `order` (default: program order) with `scheduler`'s policy."""
+    order = order or graph.layers
+    values = graph.values
+    last_use: dict[str, list[int]] = {}
+    for t, layer in enumerate(order):
+        for n in layer.inputs:
+            last_use.setdefault(n, []).append(t)
+    outputs = set(graph.outputs)
+    resident: dict[str, int] = {}  # value -> bytes in LM
+    in_dram = {v for v, val in values.items() if val.kind != "activation"}
+    steps: list[Step] = []
+    producer = {layer.output: layer for layer in order}
+    prev_out: str | None = None
+    for t, layer in enumerate(order):
+        loads = 0
+        extra_compute = 0.0
+        loaded: list[str] = []
+        stored: list[str] = []
+        recomputed: list[str] = []
+        for n in dict.fromkeys(layer.inputs):
+            size = values[n].nbytes
+            if scheduler in ("always_from_dram",) or \
+                    (scheduler == "reuse_consecutive" and n != prev_out):
+                loads += size
+                loaded.append(n)
+                continue
+            if n in resident:
+                continue
+            if n in recompute and n in producer and n not in in_dram:
+                extra_compute += cost.compute[producer[n].name]
+                recomputed.append(n)
+            else:
+                loads += size
+                loaded.append(n)
+            resident[n] = size
+        out = layer.output
+        out_size = values[out].nbytes
+        working = sum(values[n].nbytes for n in set(layer.inputs)) + out_size
+        slices = max(1, math.ceil(working / cost.sram))
+        stream = max(0, working - cost.sram)  # the part that does not fit: streamed twice
+        stores = 0
+        if scheduler in ("always_from_dram", "reuse_consecutive"):
+            stores = out_size
+            stored.append(out)
+            in_dram.add(out)
+            resident = {out: out_size} if out_size <= cost.sram else {}
+        else:
+            resident[out] = out_size
+            future = {n for n in resident if last_use.get(n, [-1])[-1] > t}
+            for n in list(resident):  # dead values leave without a store
+                if n not in future and n not in outputs:
+                    del resident[n]
+            while sum(resident.values()) > cost.sram and resident:
+                victim = max(resident, key=lambda n: min(
+                    (u for u in last_use.get(n, []) if u > t), default=1 << 30))
+                if victim not in in_dram and (victim in future or victim in outputs) and \
+                        victim not in recompute:
+                    stores += resident[victim]
+                    stored.append(victim)
+                    in_dram.add(victim)
+                del resident[victim]
+            if out in outputs and out not in in_dram:
+                stores += out_size
+                stored.append(out)
+                in_dram.add(out)
+        prev_out = out
+        dma = cost.dma(loads) + cost.dma(stores) + cost.dma(2 * stream)
+        compute = cost.compute[layer.name] + extra_compute + cost.relayout_in.get(layer.name, 0)
+        steps.append(Step(layer.name, layer.op_type, compute + dma, compute, dma,
+                          loads + stores + 2 * stream, min(working, cost.sram), slices,
+                          loaded, stored, recomputed))
+    return Schedule(scheduler, [layer.name for layer in order], steps, sorted(recompute))
+
+
+def schedule(graph: Graph, cost: CostModel, scheduler: str, envs: Mapping[str, str],
+             sa_expected_run_iters: int) -> Schedule:
+    """The schedule `scheduler` picks (auto_recompute_sa: the annealed best)."""
+    if scheduler not in SCHEDULERS:
+        raise AccelError(f"unknown scheduler {scheduler!r} (choose from {', '.join(SCHEDULERS)})")
+    if scheduler != "auto_recompute_sa":
+        return simulate(graph, cost, scheduler)
+    steps = _int_env(envs, "CODEGEN_SA_STEPS", DEFAULT_SA_STEPS)
+    if sa_expected_run_iters > 0:
+        steps = min(steps, SA_STEPS_PER_RUN * sa_expected_run_iters)
+    chains = max(1, _int_env(envs, "CODEGEN_NUM_SA_THREADS", 1))
+    best = min((simulate(graph, cost, s) for s in ("spill_opt", "reuse_consecutive")),
+               key=lambda s: s.time_s)
+    for seed in range(chains):
+        found = _anneal(graph, cost, steps, seed)
+        if found.time_s < best.time_s:
+            best = found
+    best.scheduler, best.sa_steps = "auto_recompute_sa", steps * chains
+    return best
+
+
+def _int_env(envs: Mapping[str, str], name: str, default: int) -> int:
+    text = envs.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise AccelError(f"environment {name}={text!r}: expected an integer") from None
+
+
+def _anneal(graph: Graph, cost: CostModel, steps: int, seed: int) -> Schedule:
+    """Simulated annealing over (order, recomputed set), scored by simulate(spill_opt)."""
+    rng = random.Random(seed)
+    order = list(graph.layers)
+    recompute: set[str] = set()
+    cheap = [layer.output for layer in graph.layers
+             if layer.op_type in ELEMENTWISE and layer.output not in graph.outputs]
+    current = simulate(graph, cost, "spill_opt", order, frozenset(recompute))
+    best = current
+    temp0 = max(current.time_s * 0.01, 1e-9)
+    for k in range(steps):
+        temp = temp0 * (1 - k / max(steps, 1))
+        trial_order, trial_rec = order, recompute
+        if cheap and rng.random() < 0.3:
+            trial_rec = set(recompute) ^ {rng.choice(cheap)}
+        else:
+            i = rng.randrange(len(order) - 1) if len(order) > 1 else 0
+            a, b = order[i], order[i + 1] if len(order) > 1 else order[i]
+            if a.output in b.inputs or a is b:
+                continue
+            trial_order = order[:i] + [b, a] + order[i + 2:]
+            if not _topo_ok(trial_order, graph):
+                continue
+        trial = simulate(graph, cost, "spill_opt", trial_order, frozenset(trial_rec))
+        delta = trial.time_s - current.time_s
+        if delta <= 0 or (temp > 0 and rng.random() < math.exp(-delta / temp)):
+            order, recompute, current = trial_order, trial_rec, trial
+            if current.time_s < best.time_s:
+                best = current
+    return best
