@@ -14,6 +14,8 @@ from accel.passes import (  # noqa: E402,F401,I001
     loop_interchange,
     matmul_microkernel,
     mncore_strip_layouts,
+    nvgpu_map_loops,
+    nvgpu_wrap_serial,
     parallelize_loops,
     prepare_one_shot,
     reduce_reduce_fusion,

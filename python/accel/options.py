@@ -150,6 +150,18 @@ _TABLE: tuple[Option, ...] = (
     Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
            "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "
            "reductions).", scope="cpu", affects_code=True),
+    # -- nvgpu ---------------------------------------------------------------------------------
+    Option("threads_per_block", (int,), 256, "nvgpu: threads of each kernel's thread block "
+           "(a multiple of 32; accel-nvgpu-map-loops).", scope="nvgpu", affects_code=True,
+           flag="--threads-per-block", minimum=32, maximum=1024,
+           check=lambda n: None if n % 32 == 0 else "must be a multiple of 32"),
+    Option("verify_ptx", (bool,), False, "nvgpu: check every kernel's PTX with ptxas "
+           "(from the nvidia-cuda-nvcc wheel or a CUDA toolkit) at compile time.",
+           scope="nvgpu", flag="--verify-ptx"),
+    Option("device_one_time_load", (bool,), True, "nvgpu: load each PTX module into the "
+           "driver once per process and share it between compiled models.", scope="nvgpu"),
+    Option("cuda_graph", (bool,), True, "nvgpu: capture a function's kernel sequence as a "
+           "CUDA graph on its first call and replay it.", scope="nvgpu"),
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})
