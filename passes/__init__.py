@@ -14,6 +14,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     loop_interchange,
     matmul_microkernel,
     mncore_strip_layouts,
+    nvgpu_copy_to_linalg,
     nvgpu_map_loops,
     nvgpu_wrap_serial,
     parallelize_loops,

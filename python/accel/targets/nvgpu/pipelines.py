@@ -39,6 +39,8 @@ BUFFERIZE: list[str] = [
 def to_gpu(threads: int) -> list[str]:
     """linalg on memrefs -> `gpu.launch_func`s of outlined kernels, `threads` per block."""
     return [
+        # Copies between (strided) views become kernels like every other op.
+        "func.func(accel-nvgpu-copy-to-linalg)",
         # Parallel dimensions -> scf.parallel (one thread each); reductions stay scf.for
         # inside it, so a thread owns each output element and needs no atomics.
         "func.func(convert-linalg-to-parallel-loops)",
