@@ -85,6 +85,34 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
     return GpuExecutable(signatures, programs, kernels, arch, weights, opts)
 
 
+def emulate_on_host(text: str, opts: Mapping[str, Any], *,
+                    weights: Mapping[str, np.ndarray] | None = None) -> Any:
+    """The GPU loop structure run on the host CPU: the module through FUSE, BUFFERIZE and
+    `to_gpu` up to the block x thread mapping (flattened nests, one-thread serial runs,
+    copies as loops), then compiled by the cpu target, whose `scf.parallel` lowering runs
+    blocks and threads as loops. Checks everything accel does to the loops against eager
+    without a GPU (the NVVM lowering and PTX after it are upstream's and ptxas')."""
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+    from accel.targets.cpu.jit import compile_mlir
+
+    filename = opts.get("filename", "<input>")
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        module = _parse(text, filename)
+        abi.mark_tensor_args_read_only(module)
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts)
+        mapped = to_gpu[:to_gpu.index(pipelines.LAUNCH_MARK)]
+        for passes in (fuse, bufferize, mapped):
+            if passes:
+                run_pipeline(module, pipeline_text(passes), filename=filename,
+                             label="nvgpu-emulate")
+        lowered = str(module)
+    return compile_mlir(lowered, {"opt_level": opts["opt_level"], "cache": False,
+                                  "filename": filename}, weights=weights)
+
+
 def _programs(module: Module) -> dict[str, Program]:
     found = {}
     for op in module.body.operations:

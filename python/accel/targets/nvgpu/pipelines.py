@@ -36,6 +36,10 @@ BUFFERIZE: list[str] = [
 ]
 
 
+#: Where `to_gpu` leaves plain loops for kernels (`compile.emulate_on_host` stops here).
+LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
+
+
 def to_gpu(threads: int) -> list[str]:
     """linalg on memrefs -> `gpu.launch_func`s of outlined kernels, `threads` per block."""
     return [
@@ -51,7 +55,7 @@ def to_gpu(threads: int) -> list[str]:
         # fastest: neighbouring threads touch neighbouring addresses (coalesced).
         f"func.func(accel-nvgpu-map-loops{{threads={threads}}})",
         # Tiled scf.parallel with a mapping -> gpu.launch with constant grid and block.
-        "func.func(convert-parallel-loops-to-gpu)",
+        LAUNCH_MARK,
         # Grid/block sizes become constants the launch manifest records.
         "canonicalize",
         # Constants and index math move into kernels instead of being passed as arguments.
