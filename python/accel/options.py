@@ -162,6 +162,12 @@ _TABLE: tuple[Option, ...] = (
            "driver once per process and share it between compiled models.", scope="nvgpu"),
     Option("cuda_graph", (bool,), True, "nvgpu: capture a function's kernel sequence as a "
            "CUDA graph on its first call and replay it.", scope="nvgpu"),
+    Option("user_device_memory", (bool,), False, "nvgpu AOT: the library allocates no device "
+           "memory; its last two arguments are a device pool (<name>_device_bytes() bytes) "
+           "and a CUDA stream.", scope="nvgpu", flag="--user-device-memory"),
+    Option("on_gpu_tensors", (bool,), False, "nvgpu AOT: the library's inputs and outputs "
+           "are device pointers, used in place (no host copies).", scope="nvgpu",
+           flag="--on-gpu-tensors"),
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})

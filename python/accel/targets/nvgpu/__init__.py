@@ -49,6 +49,14 @@ class NvgpuTarget(Target):
             verify_ptx(exe)
         return exe
 
+    def build_aot(self, executable: Any, entry: str, options: Mapping[str, Any]) -> Any:
+        from accel.targets.nvgpu.aot import build_library
+
+        return build_library(executable, entry, options["aot_name"],
+                             options["output_folder"] or ".",
+                             user_device_memory=options["user_device_memory"],
+                             on_gpu_tensors=options["on_gpu_tensors"])
+
     def save(self, executable: Any, folder: Path) -> dict[str, Any]:
         from accel.artifact import sha256
         from accel.cache import atomic_write
