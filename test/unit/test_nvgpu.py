@@ -12,8 +12,10 @@ import pytest
 import torch
 from accel.diagnostics import AccelError
 from accel.options import OptionError
+from accel.targets import get as get_target
 from accel.targets.nvgpu import toolkit
 from accel.targets.nvgpu.compile import verify_ptx
+from accel.targets.nvgpu.executable import GpuExecutable
 
 CROSS = {"target": "nvgpu", "device": "sm_90", "cache": False}
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None,
@@ -89,6 +91,10 @@ def _zoo() -> dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
         "attention-fp16": (Attention(), tuple(torch.randn(1, 2, 16, 8, dtype=h)
                                               for _ in range(3))),
         "gelu-bf16": (Fn(torch.nn.functional.gelu), (torch.randn(64, dtype=torch.bfloat16),)),
+        "matmul-fp16": (Fn(torch.matmul), (torch.randn(32, 64, dtype=h),
+                                           torch.randn(64, 48, dtype=h))),
+        "bmm-fp16": (Fn(torch.bmm), (torch.randn(2, 16, 32, dtype=h),
+                                     torch.randn(2, 32, 16, dtype=h))),
     }
 
 
@@ -96,15 +102,28 @@ ZOO = _zoo()
 
 
 @pytest.fixture(scope="module")
-def compiled() -> dict[str, accel.CompiledModule]:
-    return {name: accel.compile(model.eval(), inputs, options=CROSS)
-            for name, (model, inputs) in ZOO.items()}
+def imported() -> dict[str, tuple[str, dict[str, np.ndarray]]]:
+    """Each zoo model as linalg text and weights (exported once, compiled many ways)."""
+    from accel.frontend.torch_import import import_program
+
+    found = {}
+    for name, (model, inputs) in ZOO.items():
+        program = import_program(model.eval(), inputs, func_name="main")
+        found[name] = (program.module.operation.get_asm(), dict(program.weights))
+    return found
+
+
+@pytest.fixture(scope="module")
+def compiled(imported) -> dict[str, GpuExecutable]:
+    target, opts = get_target("nvgpu"), accel.options.resolve(CROSS)
+    return {name: target.compile(text, opts, weights=weights)
+            for name, (text, weights) in imported.items()}
 
 
 @needs_ptxas
 @pytest.mark.parametrize("name", list(ZOO))
 def test_zoo_compiles_to_ptx_ptxas_accepts(compiled, name: str) -> None:
-    exe = compiled[name].compiled
+    exe = compiled[name]
     assert exe.host is None, exe.host_reason  # every op became a GPU kernel
     assert exe.kernels and exe.arch == "sm_90"
     for kernel in exe.kernels.values():
@@ -114,10 +133,11 @@ def test_zoo_compiles_to_ptx_ptxas_accepts(compiled, name: str) -> None:
 
 
 @needs_ptxas
-def test_sm80_and_sm90a(compiled) -> None:
-    model, inputs = ZOO["softmax"]
+def test_sm80_and_sm90a(imported) -> None:
+    text, weights = imported["softmax"]
     for arch in ("sm_80", "sm_90a"):
-        exe = accel.compile(model.eval(), inputs, options={**CROSS, "device": arch}).compiled
+        exe = get_target("nvgpu").compile(text, accel.options.resolve({**CROSS,
+                                                                       "device": arch}))
         assert exe.arch == arch and f".target {arch}" in next(iter(exe.kernels.values())).ptx
         verify_ptx(exe)
 
@@ -127,16 +147,15 @@ def _numpy(x: torch.Tensor) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", list(ZOO))
-def test_zoo_loop_structure_matches_eager_on_host(name: str) -> None:
+def test_zoo_loop_structure_matches_eager_on_host(imported, name: str) -> None:
     """The kernels' loops (flattened blocks x threads, serial runs, copies) run on the CPU
     and match eager: what accel does to the loops is right without a GPU."""
-    from accel.frontend.torch_import import import_program
     from accel.targets.nvgpu.compile import emulate_on_host
 
     model, inputs = ZOO[name]
-    program = import_program(model.eval(), inputs, func_name="main")
+    text, weights = imported[name]
     opts = accel.options.resolve({**CROSS, "threads_per_block": 64})
-    exe = emulate_on_host(program.module.operation.get_asm(), opts, weights=program.weights)
+    exe = emulate_on_host(text, opts, weights=weights)
     got = exe["main"](*[_numpy(x) for x in inputs])
     want = model(*inputs)
     half = inputs[0].dtype in (torch.float16, torch.bfloat16)
@@ -152,13 +171,29 @@ def test_zoo_loop_structure_matches_eager_on_host(name: str) -> None:
 def test_math_links_libdevice(compiled) -> None:
     """exp (softmax) and erf (GELU) come from libdevice, inlined: no __nv_ call remains."""
     for name in ("softmax", "gpt2-block", "gelu-bf16"):
-        for kernel in compiled[name].compiled.kernels.values():
+        for kernel in compiled[name].kernels.values():
             assert "__nv_" not in kernel.ptx
+
+
+@needs_ptxas
+def test_fp16_matmuls_use_tensor_cores(compiled, imported) -> None:
+    """f16 matmuls with 16-multiple sizes: WMMA m16n16k16 with f32 accumulation; with
+    disable_tensor_core no mma instruction at all."""
+    for name in ("matmul-fp16", "bmm-fp16"):
+        ptx = "".join(k.ptx for k in compiled[name].kernels.values())
+        assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32" in ptx
+    text, _ = imported["matmul-fp16"]
+    exe = get_target("nvgpu").compile(text, accel.options.resolve(
+        {**CROSS, "disable_tensor_core": True}))
+    ptx = "".join(k.ptx for k in exe.kernels.values())
+    assert "mma" not in ptx and "wmma" not in ptx
+    verify_ptx(exe)
 
 
 def test_launch_manifest(compiled, tmp_path) -> None:
     folder = tmp_path / "mlp"
-    compiled["mlp"].save(folder)
+    model, inputs = ZOO["mlp"]
+    accel.compile(model.eval(), inputs, options=CROSS).save(folder)
     manifest = json.loads((folder / "manifest.json").read_text())
     files = manifest["target_files"]
     assert manifest["target"] == "nvgpu" and files["arch"] == "sm_90"
@@ -173,12 +208,14 @@ def test_launch_manifest(compiled, tmp_path) -> None:
     kinds = {b["kind"] for b in program["buffers"]}
     assert {"arg", "weight", "temp"} <= kinds
     loaded = accel.load(folder)
-    assert set(loaded.compiled.kernels) == set(compiled["mlp"].compiled.kernels)
+    assert set(loaded.compiled.kernels) == set(compiled["mlp"].kernels)
 
 
 def test_damaged_artifact_is_a_clean_error(compiled, tmp_path) -> None:
+    from accel.artifact import save_executable
+
     folder = tmp_path / "a"
-    compiled["softmax"].save(folder)
+    save_executable(folder, compiled["softmax"], entry="main", options=CROSS)
     victim = next(folder.glob("*.ptx"))
     victim.write_text(victim.read_text() + "// changed\n")
     with pytest.raises(AccelError, match="checksum|sha256|damaged|changed"):
@@ -210,7 +247,7 @@ def test_no_gpu_is_a_clean_error_unless_cross_compiling(compiled) -> None:
     with pytest.raises(AccelError, match="no NVIDIA driver|no usable GPU.*device=sm_80"):
         accel.compile(model, inputs, options={"target": "nvgpu", "cache": False})
     with pytest.raises(AccelError, match="no NVIDIA driver|no usable GPU"):
-        compiled["softmax"](*inputs)
+        compiled["softmax"]["main"](*(x.numpy() for x in inputs))
 
 
 def test_strict_target_names_the_op() -> None:

@@ -102,7 +102,8 @@ def emulate_on_host(text: str, opts: Mapping[str, Any], *,
         load_torch_dialects(ctx)
         module = _parse(text, filename)
         abi.mark_tensor_args_read_only(module)
-        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts)
+        # WMMA ops have no host form: matmuls stay loops here.
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
         mapped = to_gpu[:to_gpu.index(pipelines.LAUNCH_MARK)]
         for passes in (fuse, bufferize, mapped):
             if passes:

@@ -40,6 +40,16 @@ BUFFERIZE: list[str] = [
 LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
 
 
+#: Before `to_gpu` unless `disable_tensor_core`: f16 matmuls -> tensor-core kernels.
+TENSOR_CORES: list[str] = [
+    # linalg.matmul/batch_matmul of f16 (M, N, K multiples of 16) -> calls of private
+    # functions holding a WMMA gpu.launch (f32 accumulation) and the rounding loop...
+    "accel-nvgpu-tensor-core-matmul",
+    # ...inlined into the host function, where the launch is outlined like the others.
+    "inline",
+]
+
+
 def to_gpu(threads: int) -> list[str]:
     """linalg on memrefs -> `gpu.launch_func`s of outlined kernels, `threads` per block."""
     return [
@@ -82,8 +92,11 @@ KERNEL_TO_NVVM: list[str] = [
 ]
 
 
-def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str], list[str]]:
-    """(fuse, bufferize, to-gpu, kernel-to-nvvm) for resolved nvgpu options."""
+def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
+              ) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(fuse, bufferize, to-gpu, kernel-to-nvvm) for resolved nvgpu options;
+    `tensor_cores=False` leaves matmuls to the loop path whatever the options say."""
     fuse = [p for flag, p in FUSE if flag is None or not opts[flag]] \
         if opts["opt_level"] >= 1 else []
-    return fuse, BUFFERIZE, to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
+    cores = TENSOR_CORES if tensor_cores and not opts["disable_tensor_core"] else []
+    return fuse, BUFFERIZE, cores + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
