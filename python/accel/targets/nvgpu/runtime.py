@@ -198,7 +198,9 @@ class Session:
             if buf.kind == "temp":  # results live in their own tensors, not session buffers
                 pointers[rid] = out.data_ptr()
             outs.append(out)
-        self._run(self.cu.CUstream(_torch_stream()), pointers)
+        # Launched directly, not as a graph: a graph per set of tensor addresses would grow
+        # without bound under torch's allocator.
+        self._launch_all(self.cu.CUstream(_torch_stream()), pointers)
         for rid, out in zip(self.program.results, outs, strict=True):
             buf = self.program.buffers[rid]
             if buf.kind != "temp":  # an argument or weight returned as it is
