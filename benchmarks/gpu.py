@@ -82,10 +82,33 @@ class _Module:
         return Wrap()
 
 
-def run(names: list[str], iters: int) -> dict[str, dict[str, Any]]:
+def _measure(name: str, make: Callable[..., Any], inputs_of: Callable[[], tuple[Any, ...]],
+             iters: int) -> dict[str, Any]:
+    """One workload's times (ms) under eager, torch.compile and accel, and the ratios."""
+    import accel
     import torch
 
-    import accel
+    row: dict[str, Any] = {}
+    fn = make() if name.startswith("gpt2") else make
+    model = fn if isinstance(fn, torch.nn.Module) else _Module(fn)
+    inputs = inputs_of()
+    with torch.no_grad():
+        row["eager_ms"] = _time(lambda: model(*inputs), iters)
+        compiled = torch.compile(model)
+        row["torch_compile_ms"] = _time(lambda: compiled(*inputs), iters)
+        cpu_inputs = tuple(x.cpu() for x in inputs)
+        fast = accel.compile(model.cpu(), cpu_inputs,
+                             options={"target": "nvgpu", "cache": False})
+        model.to("cuda")
+        function = fast.compiled["main"]
+        row["accel_ms"] = _time(lambda: function.run_torch(*inputs), iters)
+    for peer in ("eager_ms", "torch_compile_ms"):
+        row[f"vs_{peer[:-3]}"] = row[peer] / row["accel_ms"]
+    return row
+
+
+def run(names: list[str], iters: int) -> dict[str, dict[str, Any]]:
+    import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -93,26 +116,10 @@ def run(names: list[str], iters: int) -> dict[str, dict[str, Any]]:
     for name, (make, inputs_of) in _workloads().items():
         if names and name not in names:
             continue
-        row: dict[str, Any] = {}
         try:
-            fn = make() if name.startswith("gpt2") else make
-            model = fn if isinstance(fn, torch.nn.Module) else _Module(fn)
-            inputs = inputs_of()
-            with torch.no_grad():
-                row["eager_ms"] = _time(lambda: model(*inputs), iters)
-                compiled = torch.compile(model)
-                row["torch_compile_ms"] = _time(lambda: compiled(*inputs), iters)
-                cpu_inputs = tuple(x.cpu() for x in inputs)
-                fast = accel.compile(model.cpu() if isinstance(fn, torch.nn.Module) else model,
-                                     cpu_inputs, options={"target": "nvgpu", "cache": False})
-                model.to("cuda")
-                function = fast.compiled["main"]
-                row["accel_ms"] = _time(lambda: function.run_torch(*inputs), iters)
-            for peer in ("eager_ms", "torch_compile_ms"):
-                row[f"vs_{peer[:-3]}"] = row[peer] / row["accel_ms"]
+            results[name] = _measure(name, make, inputs_of, iters)
         except Exception as err:  # noqa: BLE001 - a failed workload is recorded, not fatal
-            row["error"] = f"{type(err).__name__}: {err}"
-        results[name] = row
+            results[name] = {"error": f"{type(err).__name__}: {err}"}
     return results
 
 
