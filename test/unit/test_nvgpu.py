@@ -241,6 +241,21 @@ def test_bad_options_are_clean_errors() -> None:
         accel.compile(model, inputs, options={"cache": False, "verify_ptx": True})
 
 
+def test_arguments_are_checked_before_any_gpu_work(compiled) -> None:
+    """Inputs are validated as the cpu target does (no silent casts), before the runtime."""
+    fn = compiled["softmax"]["main"]
+    good = np.zeros((5, 40), np.float32)
+    assert fn.host_inputs((good,))[0].dtype == np.float32
+    with pytest.raises(ValueError, match="argument 0.*float64|dtype"):
+        fn.host_inputs((good.astype(np.float64),))
+    with pytest.raises(ValueError, match="argument 0"):
+        fn.host_inputs((np.zeros((4, 40), np.float32),))
+    with pytest.raises(ValueError, match="takes 1 arguments, got 2"):
+        fn.host_inputs((good, good))
+    bits = compiled["gelu-bf16"]["main"].host_inputs((np.ones(64, np.float32),))[0]
+    assert bits.dtype == np.uint16 and bits[0] == 0x3F80  # 1.0 as bf16
+
+
 @pytest.mark.skipif(toolkit.present_arch() is not None, reason="a GPU is present")
 def test_no_gpu_is_a_clean_error_unless_cross_compiling(compiled) -> None:
     model, inputs = ZOO["softmax"]

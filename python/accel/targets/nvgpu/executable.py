@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from accel.runtime.dtypes import DTYPES, float32_to_bf16_bits
+from accel.runtime.call import _as_memref_array as as_memref_array
+from accel.runtime.dtypes import DTYPES, bf16_bits_to_float32
 from accel.runtime.signature import Signature
 from accel.targets.nvgpu.program import Program
 
@@ -69,22 +70,18 @@ class GpuFunction:
         params = [b for b in self.program.buffers if b.kind == "arg"]
         if len(args) != len(params):
             raise ValueError(f"@{self.name} takes {len(params)} arguments, got {len(args)}")
-        out = []
-        for buf, spec, value in zip(params, self.signature.args, args, strict=True):
-            dt = DTYPES[buf.dtype]
-            array = np.asarray(value)
-            if dt.is_bf16 and array.dtype != np.uint16:
-                array = float32_to_bf16_bits(array)
-            if tuple(array.shape) != tuple(buf.shape):
-                raise ValueError(f"@{self.name} argument {buf.index}: expected "
-                                 f"{spec.describe()}, got shape {tuple(array.shape)}")
-            out.append(np.ascontiguousarray(array, dtype=dt.numpy))
-        return out
+        # The cpu target's checks: dtype (no silent casts), rank, static dims; bf16 as
+        # float32 values or uint16 bits.
+        return [as_memref_array(value, spec, f"@{self.name} argument {buf.index}")
+                for buf, spec, value in zip(params, self.signature.args, args, strict=True)]
 
     def __call__(self, *args: Any) -> Any:
         from accel.targets.nvgpu import runtime
 
         outs = runtime.session(self.exe, self.name).run_numpy(self.host_inputs(args))
+        # bf16 results come back as float32 (exact), as from the cpu target.
+        outs = [bf16_bits_to_float32(o) if DTYPES[self.program.buffers[r].dtype].is_bf16
+                else o for o, r in zip(outs, self.program.results, strict=True)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def run_torch(self, *tensors: Any) -> Any:
