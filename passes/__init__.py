@@ -16,6 +16,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     mncore_strip_layouts,
     nvgpu_copy_to_linalg,
     nvgpu_map_loops,
+    nvgpu_register_tile_matmul,
     nvgpu_tensor_core_matmul,
     nvgpu_wrap_serial,
     parallelize_loops,

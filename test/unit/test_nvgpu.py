@@ -93,6 +93,7 @@ def _zoo() -> dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
         "gelu-bf16": (Fn(torch.nn.functional.gelu), (torch.randn(64, dtype=torch.bfloat16),)),
         "matmul-fp16": (Fn(torch.matmul), (torch.randn(32, 64, dtype=h),
                                            torch.randn(64, 48, dtype=h))),
+        "matmul-fp32": (Fn(torch.matmul), (torch.randn(12, 20), torch.randn(20, 8))),
         "bmm-fp16": (Fn(torch.bmm), (torch.randn(2, 16, 32, dtype=h),
                                      torch.randn(2, 32, 16, dtype=h))),
     }
@@ -188,6 +189,15 @@ def test_fp16_matmuls_use_tensor_cores(compiled, imported) -> None:
     ptx = "".join(k.ptx for k in exe.kernels.values())
     assert "mma" not in ptx and "wmma" not in ptx
     verify_ptx(exe)
+
+
+def test_fp32_matmul_register_tiles(compiled) -> None:
+    """An f32 12x20 @ 20x8 matmul: 3 x 2 threads of 4x4 tiles (6 threads, one block)."""
+    steps = compiled["matmul-fp32"].programs["main"].steps
+    tiled = [s for s in steps if s.op == "launch" and len(s.args) == 3]
+    assert tiled and tiled[0].grid == [1, 1, 1]
+    ptx = compiled["matmul-fp32"].kernels[tiled[0].kernel].ptx
+    assert ptx.count("fma.rn.f32") >= 16  # the 4x4 tile, contracted into FMAs
 
 
 def test_launch_manifest(compiled, tmp_path) -> None:

@@ -40,14 +40,16 @@ BUFFERIZE: list[str] = [
 LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
 
 
-#: Before `to_gpu` unless `disable_tensor_core`: f16 matmuls -> tensor-core kernels.
-TENSOR_CORES: list[str] = [
-    # linalg.matmul/batch_matmul of f16 (M, N, K multiples of 16) -> calls of private
-    # functions holding a WMMA gpu.launch (f32 accumulation) and the rounding loop...
-    "accel-nvgpu-tensor-core-matmul",
-    # ...inlined into the host function, where the launch is outlined like the others.
-    "inline",
-]
+#: Before `to_gpu` unless `disable_tensor_core`: linalg.matmul/batch_matmul of f16 (M, N, K
+#: multiples of 16) -> calls of private functions holding a WMMA gpu.launch with f32
+#: accumulation and the rounding loop.
+TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
+#: Before `to_gpu` at opt_level >= 1: f32 matmuls (M, N multiples of 4) -> calls of private
+#: functions whose threads each keep a 4x4 output tile in registers (4x less traffic).
+REGISTER_TILES = "accel-nvgpu-register-tile-matmul"
+#: After either: the private functions inlined into the host function, where their loops
+#: and launches are mapped and outlined like the others.
+INLINE = "inline"
 
 
 def to_gpu(threads: int) -> list[str]:
@@ -98,5 +100,7 @@ def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
     `tensor_cores=False` leaves matmuls to the loop path whatever the options say."""
     fuse = [p for flag, p in FUSE if flag is None or not opts[flag]] \
         if opts["opt_level"] >= 1 else []
-    cores = TENSOR_CORES if tensor_cores and not opts["disable_tensor_core"] else []
-    return fuse, BUFFERIZE, cores + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
+    kernels = [TENSOR_CORES] if tensor_cores and not opts["disable_tensor_core"] else []
+    kernels += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
+    kernels += [INLINE] if kernels else []
+    return fuse, BUFFERIZE, kernels + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
