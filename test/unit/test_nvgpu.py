@@ -200,6 +200,23 @@ def test_fp32_matmul_register_tiles(compiled) -> None:
     assert ptx.count("fma.rn.f32") >= 16  # the 4x4 tile, contracted into FMAs
 
 
+def test_compile_cache(imported, tmp_path, monkeypatch) -> None:
+    """A second compile of the same text and options comes from the cache, equal."""
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path))
+    text, weights = imported["mlp"]
+    opts = accel.options.resolve({**CROSS, "cache": True})
+    from accel import cache
+
+    first = get_target("nvgpu").compile(text, opts, weights=weights)
+    hits = cache.STATS["hit"]
+    again = get_target("nvgpu").compile(text, opts, weights=weights)
+    assert cache.STATS["hit"] == hits + 1
+    assert again.kernels == first.kernels and again.programs == first.programs
+    assert list(tmp_path.glob("*.entry"))
+    other = get_target("nvgpu").compile(text, {**opts, "device": "sm_80"}, weights=weights)
+    assert other.arch == "sm_80"  # the arch is part of the key
+
+
 def test_launch_manifest(compiled, tmp_path) -> None:
     folder = tmp_path / "mlp"
     model, inputs = ZOO["mlp"]

@@ -49,6 +49,17 @@ class NvgpuTarget(Target):
             verify_ptx(exe)
         return exe
 
+    def cache_key(self, module_text: str, options: Mapping[str, Any]) -> str | None:
+        from accel.targets.nvgpu.compile import cache_key
+
+        return cache_key(module_text, options)
+
+    def from_cache(self, key: str, options: Mapping[str, Any],
+                   weights: Mapping[str, np.ndarray]) -> Executable | None:
+        from accel.targets.nvgpu.compile import from_cache
+
+        return from_cache(key, options, weights)
+
     def build_aot(self, executable: Any, entry: str, options: Mapping[str, Any]) -> Any:
         from accel.targets.nvgpu.aot import build_library
 

@@ -56,6 +56,11 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
     filename = opts.get("filename", "<input>")
     arch = toolkit.resolve_arch(opts["device"])
     weights = dict(weights or {})
+    key = cache_key(text, opts) if opts.get("cache") else None
+    if key is not None:
+        hit = from_cache(key, opts, weights)
+        if hit is not None:
+            return hit
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
@@ -82,7 +87,59 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
                          filename=filename, label="nvgpu-to-nvvm")
         phases.snapshot("gpu", module)
         kernels = _kernels(module, arch, opts["opt_level"])
-    return GpuExecutable(signatures, programs, kernels, arch, weights, opts)
+    exe = GpuExecutable(signatures, programs, kernels, arch, weights, opts)
+    if key is not None:
+        _store(key, exe, weight_specs)
+    return exe
+
+
+# -- the compile cache ----------------------------------------------------------------------
+def cache_key(text: str, opts: Mapping[str, Any]) -> str:
+    """The compile-cache key of `text` for nvgpu: code options plus the resolved arch."""
+    from accel import cache
+    from accel.options import code_options
+
+    return cache.cache_key(text, {**code_options(opts), "target": "nvgpu",
+                                  "arch": toolkit.resolve_arch(opts["device"])})
+
+
+def _store(key: str, exe: GpuExecutable, weight_specs: Mapping[str, int]) -> None:
+    from accel import cache
+    from accel.runtime.signature import signature_to_json
+
+    cache.store(key, {
+        "llvm_ir": "",  # the entry format's required fields; nvgpu keeps PTX instead
+        "signatures": [signature_to_json(s) for s in exe.functions.values()],
+        "nvgpu": {"arch": exe.arch, "weights": dict(weight_specs),
+                  "programs": [p.to_json() for p in exe.programs.values()],
+                  "kernels": {n: [k.module, k.entry] for n, k in exe.kernels.items()},
+                  "ptx": exe.ptx_modules()},
+    })
+
+
+def from_cache(key: str, opts: Mapping[str, Any],
+               weights: Mapping[str, np.ndarray]) -> GpuExecutable | None:
+    """The executable cache entry `key` holds, or None (no entry, or one that does not fit
+    these weights: it is compiled again)."""
+    from accel import cache
+    from accel.runtime.signature import signature_from_json
+
+    hit = cache.lookup(key)
+    if hit is None or not isinstance(hit.get("nvgpu"), dict):
+        return None
+    try:
+        data = hit["nvgpu"]
+        if set(data["weights"]) - set(weights):
+            return None
+        sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
+        programs = {p["name"]: Program.from_json(p) for p in data["programs"]}
+        kernels = {n: Kernel(m, e, data["ptx"][m]) for n, (m, e) in data["kernels"].items()}
+    except (KeyError, TypeError, ValueError):
+        return None
+    rec = phases.current()
+    if rec is not None:
+        rec.cache_hit = True
+    return GpuExecutable(sigs, programs, kernels, data["arch"], dict(weights), opts)
 
 
 def emulate_on_host(text: str, opts: Mapping[str, Any], *,
