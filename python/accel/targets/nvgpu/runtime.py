@@ -28,11 +28,7 @@ _SESSIONS: dict[tuple[int, str], Session] = {}
 def _driver() -> Any:
     """cuda.bindings.driver, initialised with GPU 0's primary context current."""
     toolkit.require_gpu("target nvgpu")
-    try:
-        from cuda.bindings import driver as cu
-    except ImportError:
-        raise AccelError("target nvgpu needs NVIDIA's cuda-bindings to run kernels: "
-                         "`pip install accel[gpu]`") from None
+    cu = import_driver()
     if not _CONTEXT:
         check(cu.cuInit(0), "cuInit")
         device = check(cu.cuDeviceGet(0), "cuDeviceGet")
@@ -45,10 +41,19 @@ def _driver() -> Any:
 _CONTEXT: list[Any] = []
 
 
+def import_driver() -> Any:
+    """cuda.bindings.driver (a test may stand a fake in its place)."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        raise AccelError("target nvgpu needs NVIDIA's cuda-bindings to run kernels: "
+                         "`pip install accel[gpu]`") from None
+    return driver
+
+
 def check(result: tuple[Any, ...], what: str) -> Any:
     """The value of a cuda-bindings call `(err, value...)`; AccelError on failure."""
-    from cuda.bindings import driver as cu
-
+    cu = import_driver()
     err, *values = result
     if err != cu.CUresult.CUDA_SUCCESS:
         _, text = cu.cuGetErrorString(err)
@@ -103,6 +108,8 @@ class Session:
                 check(cu.cuMemcpyHtoD(ptr, data.ctypes.data, buf.nbytes), "uploading " +
                       buf.name)
         self._graphs: dict[tuple[int, ...], Any] = {}
+        # One set of device buffers per session: concurrent calls take turns.
+        self.lock = threading.Lock()
 
     def _params(self, args: list[Any], pointers: list[int]) -> tuple[np.ndarray, list[Any]]:
         """kernelParams: an array of addresses, each of one argument's value."""
@@ -147,6 +154,10 @@ class Session:
 
     def run_numpy(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Copy `inputs` in, run, copy the results out (synchronous)."""
+        with self.lock:
+            return self._run_numpy(inputs)
+
+    def _run_numpy(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         cu = self.cu
         stream = cu.CUstream(_torch_stream())
         if self.use_graph and int(stream) == 0:
@@ -174,6 +185,10 @@ class Session:
     def run_torch(self, tensors: tuple[Any, ...]) -> list[Any]:
         """torch CUDA tensors in place (no copies); new CUDA tensors out, on torch's
         current stream, without synchronising (torch orders later work after it)."""
+        with self.lock:
+            return self._run_torch(tensors)
+
+    def _run_torch(self, tensors: tuple[Any, ...]) -> list[Any]:
         import torch
 
         args = [b for b in self.program.buffers if b.kind == "arg"]
