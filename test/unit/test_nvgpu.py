@@ -349,3 +349,34 @@ def test_torch_cuda_tensors_in_place() -> None:
     out = fn.compiled["main"].run_torch(x)
     assert out.is_cuda
     torch.testing.assert_close(out, torch.softmax(x, -1))
+
+
+SANITIZED = r"""
+import sys, torch, accel
+sys.path.insert(0, {here!r})
+from test_nvgpu import ZOO
+for name in ("matmul-fp16", "matmul-fp32", "attention-fp16", "gpt2-block"):
+    model, inputs = ZOO[name]
+    accel.compile(model.eval(), inputs, options={{"target": "nvgpu", "cache": False}})(*inputs)
+"""
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_compute_sanitizer_memcheck_clean(tmp_path) -> None:
+    """compute-sanitizer memcheck finds no error in the matmul and attention kernels."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sanitizer = shutil.which("compute-sanitizer")
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer (CUDA toolkit) not on PATH")
+    script = tmp_path / "run.py"
+    script.write_text(SANITIZED.format(here=str(Path(__file__).parent)))
+    proc = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
+                           sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "ERROR SUMMARY: 0 errors" in proc.stdout
