@@ -99,7 +99,8 @@ def _params(program: Program, name: str, on_gpu: bool, user_mem: bool) -> list[s
     for i, rid in enumerate(program.results):
         buf = program.buffers[rid]
         kind = "uint64_t" if on_gpu else f"{_ctype(buf)} *"
-        params.append(f"{kind} out{i}  /* output {i}: {buf.dtype} {buf.shape} */")
+        params.append(f"{kind} out{i}  /* output {i}: {buf.dtype} "
+                      f"{program.result_shape(i)} */")
     if user_mem:
         params += [f"uint64_t device_pool  /* {name}_device_bytes() bytes, 256-aligned */",
                    "void *stream  /* a CUstream / cudaStream_t */"]

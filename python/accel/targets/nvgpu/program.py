@@ -69,6 +69,8 @@ class Program:
     buffers: list[Buffer]
     steps: list[Step]
     results: list[int]
+    #: Each result's shape: a result may be a reshaped view of its buffer.
+    result_shapes: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,7 +78,11 @@ class Program:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Program:
         return cls(d["name"], [Buffer(**b) for b in d["buffers"]],
-                   [Step(**s) for s in d["steps"]], list(d["results"]))
+                   [Step(**s) for s in d["steps"]], list(d["results"]),
+                   [list(s) for s in d["result_shapes"]])
+
+    def result_shape(self, i: int) -> list[int]:
+        return self.result_shapes[i]
 
     def kernels(self) -> list[str]:
         return [s.kernel for s in self.steps if s.op == "launch"]
@@ -139,6 +145,7 @@ def read_program(module: Operation, func: Operation) -> Program:
         ids[arg] = len(buffers)
         buffers.append(Buffer("arg", nbytes, elem, shape, index=i))
     results: list[int] = []
+    result_shapes: list[list[int]] = []
     for op in block.operations:
         op = op.operation
         kind = op.name
@@ -176,13 +183,14 @@ def read_program(module: Operation, func: Operation) -> Program:
             continue
         elif kind == "func.return":
             for v in op.operands:
-                _memref(v.type, op)
+                _, shape, _ = _memref(v.type, op)
                 if not _identity(v.type):
                     raise HostOnly(kind, _where(op), "a strided view as a result")
                 results.append(ids[v])
+                result_shapes.append(shape)
         else:
             raise HostOnly(kind, _where(op), "no GPU kernel was made of it")
-    return Program(name, buffers, steps, results)
+    return Program(name, buffers, steps, results, result_shapes)
 
 
 def _launch(op: Operation, ids: dict[Any, int], scalars: dict[Any, tuple[Any, str]]) -> Step:

@@ -168,9 +168,9 @@ class Session:
                                        array.ctypes.data, buf.nbytes, stream), "copy in")
         self._run(stream, self.pointers)
         outs = []
-        for rid in self.program.results:
+        for i, rid in enumerate(self.program.results):
             buf = self.program.buffers[rid]
-            out = np.empty(buf.shape, dtype=DTYPES[buf.dtype].numpy)
+            out = np.empty(self.program.result_shape(i), dtype=DTYPES[buf.dtype].numpy)
             check(cu.cuMemcpyDtoHAsync(out.ctypes.data, self.pointers[rid], buf.nbytes,
                                        stream), "copy out")
             outs.append(out)
@@ -205,11 +205,11 @@ class Session:
                                  f"{list(t.shape)}")
             pointers[self.program.buffers.index(buf)] = t.data_ptr()
         outs = []
-        for rid in self.program.results:
+        for i, rid in enumerate(self.program.results):
             buf = self.program.buffers[rid]
             dt = DTYPES[buf.dtype]
             tdt = torch.bfloat16 if dt.is_bf16 else getattr(torch, np.dtype(dt.numpy).name)
-            out = torch.empty(buf.shape, dtype=tdt, device="cuda")
+            out = torch.empty(self.program.result_shape(i), dtype=tdt, device="cuda")
             if buf.kind == "temp":  # results live in their own tensors, not session buffers
                 pointers[rid] = out.data_ptr()
             outs.append(out)
