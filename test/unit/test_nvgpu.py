@@ -304,6 +304,20 @@ def test_arguments_are_checked_before_any_gpu_work(compiled) -> None:
     assert bits.dtype == np.uint16 and bits[0] == 0x3F80  # 1.0 as bf16
 
 
+def test_malformed_input_and_manifest_are_clean_errors(compiled, tmp_path) -> None:
+    from accel.artifact import save_executable
+
+    with pytest.raises(AccelError, match="expected"):
+        get_target("nvgpu").compile("func.func @f(", accel.options.resolve(CROSS))
+    folder = tmp_path / "a"
+    save_executable(folder, compiled["softmax"], entry="main", options=CROSS)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["target_files"]["programs"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(AccelError, match="malformed manifest.*programs"):
+        accel.load(folder)
+
+
 @pytest.mark.skipif(toolkit.present_arch() is not None, reason="a GPU is present")
 def test_no_gpu_is_a_clean_error_unless_cross_compiling(compiled) -> None:
     model, inputs = ZOO["softmax"]
