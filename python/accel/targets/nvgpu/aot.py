@@ -258,10 +258,12 @@ def render_source(exe: GpuExecutable, program: Program, name: str, on_gpu: bool,
     for i, rid in enumerate(program.results):
         buf = program.buffers[rid]
         if on_gpu:
-            body.append(f"  RUN(cu.cuMemcpyDtoDAsync(out{i}, p[{rid}], {buf.nbytes}u, "
+            body.append(f"  RUN(cu.cuMemcpyDtoDAsync(out{i}, p[{rid}], "
+                        f"{program.result_nbytes(i)}u, "
                         f"stream), \"copying output {i}\");")
         else:
-            body.append(f"  RUN(cu.cuMemcpyDtoHAsync(out{i}, p[{rid}], {buf.nbytes}u, "
+            body.append(f"  RUN(cu.cuMemcpyDtoHAsync(out{i}, p[{rid}], "
+                        f"{program.result_nbytes(i)}u, "
                         f"stream), \"copying output {i}\");")
     if not on_gpu or not user_mem:
         body.append("  RUN(cu.cuStreamSynchronize(stream), \"synchronising\");")

@@ -80,13 +80,13 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
                 run_pipeline(module, pipeline_text(to_gpu), filename=filename,
                              label="nvgpu-to-gpu")
                 programs = _programs(module)
+            with phases.phase("nvvm"):
+                run_pipeline(module, pipeline_text([f"gpu.module({','.join(to_nvvm)})"]),
+                             filename=filename, label="nvgpu-to-nvvm")
+            phases.snapshot("gpu", module)
+            kernels = _kernels(module, arch, opts["opt_level"])
         except (HostOnly, AccelError) as err:
             return _host_fallback(text, opts, weights, err)
-        with phases.phase("nvvm"):
-            run_pipeline(module, pipeline_text([f"gpu.module({','.join(to_nvvm)})"]),
-                         filename=filename, label="nvgpu-to-nvvm")
-        phases.snapshot("gpu", module)
-        kernels = _kernels(module, arch, opts["opt_level"])
     exe = GpuExecutable(signatures, programs, kernels, arch, weights, opts)
     if key is not None:
         _store(key, exe, weight_specs)
@@ -190,6 +190,7 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
         if op.name != "gpu.module":
             continue
         name = str(op.attributes["sym_name"]).strip('"')
+        _check_lowered(op, name)
         body = "\n".join(str(o) for o in op.regions[0].blocks[0].operations)
         try:
             kernel_module = Module.parse("module {\n" + body + "\n}")
@@ -203,6 +204,26 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
         for entry in _entries(op):
             kernels[f"{name}.{entry}"] = Kernel(name, entry, ptx_text)
     return kernels
+
+
+#: Dialects a kernel may hold when it is translated to LLVM IR. Anything else makes the
+#: translation fail, and this MLIR then crashes the process, so it is refused first.
+_LOWERED = ("llvm.", "nvvm.")
+
+
+def _check_lowered(gpu_module: Operation, name: str) -> None:
+    """AccelError naming the first op of `gpu_module` the NVVM lowering left behind."""
+    def visit(op: Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if not child.name.startswith(_LOWERED):
+                        raise AccelError(f"kernel {name}: {child.name} at {child.location} "
+                                         "has no NVVM lowering")
+                    visit(child)
+
+    visit(gpu_module)
 
 
 def _entries(gpu_module: Operation) -> list[str]:

@@ -174,8 +174,8 @@ def _interpreter(program: Program, host: Any, kernel_params: dict[str, Any],
                     n = int(t[len("memref<"):].split("x", 1)[0])
                     args.append(memory[a][:n])
             host[f"{name}__grid"](*args, *step.grid, *step.block)
-        outs = [memory[r].reshape(program.result_shape(i)).copy()
-                for i, r in enumerate(program.results)]
+        outs = [memory[r].view(np.uint8)[:program.result_nbytes(i)].view(memory[r].dtype)
+                .reshape(program.result_shape(i)).copy() for i, r in enumerate(program.results)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return run

@@ -88,6 +88,8 @@ KERNEL_TO_NVVM: list[str] = [
     # gpu/arith/math/memref -> NVVM + LLVM; bare pointers: a memref kernel argument is one
     # device pointer (static shapes, identity layouts) and math calls libdevice's __nv_*.
     "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1}",
+    # What it leaves of math (integer abs, ctlz, ...) -> LLVM intrinsics NVPTX lowers.
+    "convert-math-to-llvm",
     "canonicalize",
     "cse",
     "reconcile-unrealized-casts",

@@ -84,6 +84,12 @@ class Program:
     def result_shape(self, i: int) -> list[int]:
         return self.result_shapes[i]
 
+    def result_nbytes(self, i: int) -> int:
+        """Bytes of result `i`: a result may be a prefix of its buffer (torch.chunk's first
+        chunk is the input itself, viewed), so never the buffer's size."""
+        buf = self.buffers[self.results[i]]
+        return math.prod(self.result_shapes[i]) * np.dtype(DTYPES[buf.dtype].numpy).itemsize
+
     def kernels(self) -> list[str]:
         return [s.kernel for s in self.steps if s.op == "launch"]
 

@@ -28,6 +28,12 @@ PTX_FEATURES = "+ptx80"
 _CONTRACTIBLE = re.compile(r"= (fmul|fadd|fsub) (?!contract)")
 
 
+#: Functions the CUDA driver itself provides to every kernel (PTX "system calls", resolved
+#: by ptxas and the driver's JIT without any library): a failed `cf.assert` in a kernel
+#: (index checks of gather/embedding) calls __assertfail, which traps with the message.
+SYSTEM_CALLS = frozenset({"__assertfail", "vprintf"})
+
+
 def _allow_fma(llvm_ir: str) -> str:
     return _CONTRACTIBLE.sub(r"= \1 contract ", llvm_ir)
 
@@ -74,8 +80,8 @@ def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, *, what: str = "kernel
     llvmx.prepare(mod, tm, TRIPLE)
     _link_libdevice(mod, kernels, tm)
     llvmx.optimize(mod, tm, opt_level)
-    missing = [f.name for f in mod.functions
-               if f.is_declaration and not f.name.startswith("llvm.")]
+    missing = [f.name for f in mod.functions if f.is_declaration and
+               not f.name.startswith("llvm.") and f.name not in SYSTEM_CALLS]
     if missing:
         raise AccelError(f"{what} calls functions no GPU library defines: "
                          f"{', '.join(sorted(missing))}")

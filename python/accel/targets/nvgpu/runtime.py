@@ -171,7 +171,8 @@ class Session:
         for i, rid in enumerate(self.program.results):
             buf = self.program.buffers[rid]
             out = np.empty(self.program.result_shape(i), dtype=DTYPES[buf.dtype].numpy)
-            check(cu.cuMemcpyDtoHAsync(out.ctypes.data, self.pointers[rid], buf.nbytes,
+            check(cu.cuMemcpyDtoHAsync(out.ctypes.data, self.pointers[rid],
+                                       self.program.result_nbytes(i),
                                        stream), "copy out")
             outs.append(out)
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
@@ -204,22 +205,29 @@ class Session:
                 raise ValueError(f"argument {buf.index}: expected shape {buf.shape}, got "
                                  f"{list(t.shape)}")
             pointers[self.program.buffers.index(buf)] = t.data_ptr()
-        outs = []
+        outs: list[Any] = []
+        written_in_place: set[int] = set()  # result indices
+        redirected: set[int] = set()  # buffer ids
         for i, rid in enumerate(self.program.results):
             buf = self.program.buffers[rid]
             dt = DTYPES[buf.dtype]
             tdt = torch.bfloat16 if dt.is_bf16 else getattr(torch, np.dtype(dt.numpy).name)
             out = torch.empty(self.program.result_shape(i), dtype=tdt, device="cuda")
-            if buf.kind == "temp":  # results live in their own tensors, not session buffers
+            # A temporary that is wholly this result is computed straight into its tensor;
+            # others (arguments, weights, prefixes, a buffer returned twice) are copied.
+            if buf.kind == "temp" and rid not in redirected and \
+                    self.program.result_nbytes(i) == buf.nbytes:
                 pointers[rid] = out.data_ptr()
+                redirected.add(rid)
+                written_in_place.add(i)
             outs.append(out)
         # Launched directly, not as a graph: a graph per set of tensor addresses would grow
         # without bound under torch's allocator.
         self._launch_all(self.cu.CUstream(_torch_stream()), pointers)
-        for rid, out in zip(self.program.results, outs, strict=True):
-            buf = self.program.buffers[rid]
-            if buf.kind != "temp":  # an argument or weight returned as it is
-                check(self.cu.cuMemcpyDtoDAsync(out.data_ptr(), pointers[rid], buf.nbytes,
+        for i, (rid, out) in enumerate(zip(self.program.results, outs, strict=True)):
+            if i not in written_in_place:
+                check(self.cu.cuMemcpyDtoDAsync(out.data_ptr(), pointers[rid],
+                                                self.program.result_nbytes(i),
                                                 self.cu.CUstream(_torch_stream())), "copy")
         return outs
 
