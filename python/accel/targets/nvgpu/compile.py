@@ -74,16 +74,18 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
                 run_pipeline(module, pipeline_text(fuse), filename=filename, label="nvgpu-fuse")
             run_pipeline(module, pipeline_text(bufferize), filename=filename,
                          label="nvgpu-bufferize")
+        phases.snapshot("bufferize", module)
         signatures = {sig.name: sig for sig in abi.signatures_of(module)}
         try:
             with phases.phase("gpu"):
                 run_pipeline(module, pipeline_text(to_gpu), filename=filename,
                              label="nvgpu-to-gpu")
                 programs = _programs(module)
+            phases.snapshot("gpu", module)
             with phases.phase("nvvm"):
                 run_pipeline(module, pipeline_text([f"gpu.module({','.join(to_nvvm)})"]),
                              filename=filename, label="nvgpu-to-nvvm")
-            phases.snapshot("gpu", module)
+            phases.snapshot("nvvm", module)
             kernels = _kernels(module, arch, opts["opt_level"])
         except (HostOnly, AccelError) as err:
             return _host_fallback(text, opts, weights, err)
