@@ -176,7 +176,7 @@ def test_options_not_supported_yet(key, value) -> None:
         accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
 
 
-@pytest.mark.parametrize("target", ["rdu", "mncore", "nvgpu"])
+@pytest.mark.parametrize("target", ["rdu", "mncore"])
 def test_planned_targets_are_a_clean_error(target) -> None:
     with pytest.raises(NotImplementedError, match=rf"target '{target}' is not implemented yet"):
         accel.compile(MLP(), (torch.randn(1, 64),), options={"target": target})
