@@ -50,3 +50,23 @@ if filecheck is None:
 config.substitutions.append(("FileCheck", filecheck))
 config.substitutions.append(("%python", sys.executable))
 config.available_features.add("accel")
+
+
+def _nvgpu_features() -> list[str]:
+    """`ptxas` (NVIDIA's assembler, from the nvidia-cuda-nvcc wheel) and `no-nvidia-gpu`
+    (no CUDA driver here) for the nvgpu target's tool tests."""
+    import ctypes
+    import glob
+
+    wheels = glob.glob(os.path.join(root, ".venv", "lib", "python*", "site-packages",
+                                    "nvidia", "*", "bin", "ptxas"))
+    found = ["ptxas"] if wheels or _which("ptxas") else []
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        found.append("no-nvidia-gpu")
+    return found
+
+
+for feature in _nvgpu_features():
+    config.available_features.add(feature)

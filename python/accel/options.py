@@ -206,6 +206,28 @@ _TABLE: tuple[Option, ...] = (
            flag="--codegen-dir"),
     Option("out_onnx", (str, _NONE), None, "Also write the layer graph as ONNX to this path "
            "(needs the onnx package).", scope="mncore", flag="--out-onnx"),
+    # -- nvgpu ---------------------------------------------------------------------------------
+    Option("threads_per_block", (int,), 256, "nvgpu: threads of each kernel's thread block "
+           "(a multiple of 32; accel-nvgpu-map-loops).", scope="nvgpu", affects_code=True,
+           flag="--threads-per-block", minimum=32, maximum=1024,
+           check=lambda n: None if n % 32 == 0 else "must be a multiple of 32"),
+    Option("disable_tensor_core", (bool,), False, "nvgpu: no tensor-core (WMMA) kernels for "
+           "f16 matmuls: every matmul runs on the scalar FMA units (PolyBlocks' "
+           "polyblocks_gpu_no_tensor_core).", scope="nvgpu", affects_code=True,
+           flag="--disable-tensor-core"),
+    Option("verify_ptx", (bool,), False, "nvgpu: check every kernel's PTX with ptxas "
+           "(from the nvidia-cuda-nvcc wheel or a CUDA toolkit) at compile time.",
+           scope="nvgpu", flag="--verify-ptx"),
+    Option("device_one_time_load", (bool,), True, "nvgpu: load each PTX module into the "
+           "driver once per process and share it between compiled models.", scope="nvgpu"),
+    Option("cuda_graph", (bool,), True, "nvgpu: capture a function's kernel sequence as a "
+           "CUDA graph on its first call and replay it.", scope="nvgpu"),
+    Option("user_device_memory", (bool,), False, "nvgpu AOT: the library allocates no device "
+           "memory; its last two arguments are a device pool (<name>_device_bytes() bytes) "
+           "and a CUDA stream.", scope="nvgpu", flag="--user-device-memory"),
+    Option("on_gpu_tensors", (bool,), False, "nvgpu AOT: the library's inputs and outputs "
+           "are device pointers, used in place (no host copies).", scope="nvgpu",
+           flag="--on-gpu-tensors"),
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})

@@ -49,7 +49,13 @@ def _imports(module: str) -> set[str]:
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
+    # `if TYPE_CHECKING:` imports never run: annotations only.
+    skipped = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+               and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+               for stmt in block.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

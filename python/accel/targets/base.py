@@ -55,7 +55,8 @@ class Target:
         package = self.data_package or type(self).__module__
         try:
             text = resources.files(package).joinpath("presets.json").read_text("utf-8")
-        except (FileNotFoundError, ModuleNotFoundError, OSError):
+        # TypeError: a plain module, not a package (test and plug-in targets)
+        except (FileNotFoundError, ModuleNotFoundError, OSError, TypeError):
             return {"default": None, "presets": {}}
         data = json.loads(text)
         return {"default": data.get("default"), "presets": dict(data.get("presets", {}))}

@@ -1,0 +1,257 @@
+"""Compiling linalg on tensors for an NVIDIA GPU: `compile_gpu(text, options) -> GpuExecutable`.
+
+1. `pipelines.FUSE`, `BUFFERIZE`: fused linalg on memrefs, identity layouts everywhere.
+2. Signatures are read at this memref level (as the cpu target does).
+3. `pipelines.to_gpu`: every loop nest -> a kernel in a `gpu.module`, the host function
+   keeps allocations, views and `gpu.launch_func`s (`program.read_program` reads them).
+4. `KERNEL_TO_NVVM` on each `gpu.module`, then LLVM IR -> PTX (`ptx.emit_ptx`, libdevice).
+
+A function whose host side keeps an op with no GPU form runs on the host instead (the
+whole module through the cpu target, with a logged note), or, with `strict_target`, is an
+`AccelError` naming the op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from accel import phases
+from accel.diagnostics import AccelError, from_mlir_error
+from accel.ir import (
+    MLIRError,
+    Module,
+    Operation,
+    enable_torch_mlir_extensions,
+    llvm,
+    load_torch_dialects,
+)
+from accel.runtime.weights import check_bindings
+from accel.targets.cpu import signatures as abi
+from accel.targets.cpu.pipelines import pipeline_text
+from accel.targets.nvgpu import pipelines, toolkit
+from accel.targets.nvgpu.executable import GpuExecutable, Kernel
+from accel.targets.nvgpu.program import HostOnly, Program, read_program
+from accel.targets.nvgpu.ptx import emit_ptx
+
+log = logging.getLogger("accel.nvgpu")
+
+
+def _parse(text: str, filename: str) -> Module:
+    try:
+        return Module.parse(text)
+    except MLIRError as err:
+        raise from_mlir_error(err, filename) from None
+
+
+def compile_gpu(text: str, opts: Mapping[str, Any], *,
+                weights: Mapping[str, np.ndarray] | None = None) -> GpuExecutable:
+    """PTX kernels and kernel sequences for every public function of `text`."""
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+
+    filename = opts.get("filename", "<input>")
+    arch = toolkit.resolve_arch(opts["device"])
+    weights = dict(weights or {})
+    key = cache_key(text, opts) if opts.get("cache") else None
+    if key is not None:
+        hit = from_cache(key, opts, weights)
+        if hit is not None:
+            return hit
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        module = _parse(text, filename)
+        abi.mark_tensor_args_read_only(module)
+        weight_specs = abi.external_globals(module)
+        check_bindings(weight_specs, weights, filename)
+        fuse, bufferize, to_gpu, to_nvvm = pipelines.pipelines(opts)
+        with phases.phase("bufferize"):
+            if fuse:
+                run_pipeline(module, pipeline_text(fuse), filename=filename, label="nvgpu-fuse")
+            run_pipeline(module, pipeline_text(bufferize), filename=filename,
+                         label="nvgpu-bufferize")
+        phases.snapshot("bufferize", module)
+        signatures = {sig.name: sig for sig in abi.signatures_of(module)}
+        try:
+            with phases.phase("gpu"):
+                run_pipeline(module, pipeline_text(to_gpu), filename=filename,
+                             label="nvgpu-to-gpu")
+                programs = _programs(module)
+            phases.snapshot("gpu", module)
+            with phases.phase("nvvm"):
+                run_pipeline(module, pipeline_text([f"gpu.module({','.join(to_nvvm)})"]),
+                             filename=filename, label="nvgpu-to-nvvm")
+            phases.snapshot("nvvm", module)
+            kernels = _kernels(module, arch, opts["opt_level"])
+        except (HostOnly, AccelError) as err:
+            return _host_fallback(text, opts, weights, err)
+    exe = GpuExecutable(signatures, programs, kernels, arch, weights, opts)
+    if key is not None:
+        _store(key, exe, weight_specs)
+    return exe
+
+
+# -- the compile cache ----------------------------------------------------------------------
+def cache_key(text: str, opts: Mapping[str, Any]) -> str:
+    """The compile-cache key of `text` for nvgpu: code options plus the resolved arch."""
+    from accel import cache
+    from accel.options import code_options
+
+    return cache.cache_key(text, {**code_options(opts), "target": "nvgpu",
+                                  "arch": toolkit.resolve_arch(opts["device"])})
+
+
+def _store(key: str, exe: GpuExecutable, weight_specs: Mapping[str, int]) -> None:
+    from accel import cache
+    from accel.runtime.signature import signature_to_json
+
+    cache.store(key, {
+        "llvm_ir": "",  # the entry format's required fields; nvgpu keeps PTX instead
+        "signatures": [signature_to_json(s) for s in exe.functions.values()],
+        "nvgpu": {"arch": exe.arch, "weights": dict(weight_specs),
+                  "programs": [p.to_json() for p in exe.programs.values()],
+                  "kernels": {n: [k.module, k.entry] for n, k in exe.kernels.items()},
+                  "ptx": exe.ptx_modules()},
+    })
+
+
+def from_cache(key: str, opts: Mapping[str, Any],
+               weights: Mapping[str, np.ndarray]) -> GpuExecutable | None:
+    """The executable cache entry `key` holds, or None (no entry, or one that does not fit
+    these weights: it is compiled again)."""
+    from accel import cache
+    from accel.runtime.signature import signature_from_json
+
+    hit = cache.lookup(key)
+    if hit is None or not isinstance(hit.get("nvgpu"), dict):
+        return None
+    try:
+        data = hit["nvgpu"]
+        if set(data["weights"]) - set(weights):
+            return None
+        sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
+        programs = {p["name"]: Program.from_json(p) for p in data["programs"]}
+        kernels = {n: Kernel(m, e, data["ptx"][m]) for n, (m, e) in data["kernels"].items()}
+    except (KeyError, TypeError, ValueError):
+        return None
+    rec = phases.current()
+    if rec is not None:
+        rec.cache_hit = True
+    return GpuExecutable(sigs, programs, kernels, data["arch"], dict(weights), opts)
+
+
+def emulate_on_host(text: str, opts: Mapping[str, Any], *,
+                    weights: Mapping[str, np.ndarray] | None = None) -> Any:
+    """The GPU loop structure run on the host CPU: the module through FUSE, BUFFERIZE and
+    `to_gpu` up to the block x thread mapping (flattened nests, one-thread serial runs,
+    copies as loops), then compiled by the cpu target, whose `scf.parallel` lowering runs
+    blocks and threads as loops. Checks everything accel does to the loops against eager
+    without a GPU (the NVVM lowering and PTX after it are upstream's and ptxas')."""
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+    from accel.targets.cpu.compile import compile_mlir
+
+    filename = opts.get("filename", "<input>")
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        module = _parse(text, filename)
+        abi.mark_tensor_args_read_only(module)
+        # WMMA ops have no host form: matmuls stay loops here.
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
+        mapped = to_gpu[:to_gpu.index(pipelines.LAUNCH_MARK)]
+        for passes in (fuse, bufferize, mapped):
+            if passes:
+                run_pipeline(module, pipeline_text(passes), filename=filename,
+                             label="nvgpu-emulate")
+        lowered = str(module)
+    return compile_mlir(lowered, {"opt_level": opts["opt_level"], "cache": False,
+                                  "filename": filename}, weights=weights)
+
+
+def _programs(module: Module) -> dict[str, Program]:
+    found = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sym_visibility" not in op.attributes and \
+                len(op.regions[0].blocks):
+            program = read_program(module.operation, op)
+            found[program.name] = program
+    return found
+
+
+def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
+    """PTX of every gpu.module; each kernel is "module.entry"."""
+    kernels: dict[str, Kernel] = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "gpu.module":
+            continue
+        name = str(op.attributes["sym_name"]).strip('"')
+        _check_lowered(op, name)
+        body = "\n".join(str(o) for o in op.regions[0].blocks[0].operations)
+        try:
+            kernel_module = Module.parse("module {\n" + body + "\n}")
+            with phases.phase("llvm-ir"):
+                llvm_ir = llvm.translate_module_to_llvmir(kernel_module.operation)
+        except MLIRError as err:
+            raise from_mlir_error(err, f"<kernel {name}>",
+                                  context="translation to LLVM IR") from None
+        with phases.phase("ptx"):
+            ptx_text = emit_ptx(llvm_ir, arch, max(opt_level, 1), what=f"kernel {name}")
+        for entry in _entries(op):
+            kernels[f"{name}.{entry}"] = Kernel(name, entry, ptx_text)
+    return kernels
+
+
+#: Dialects a kernel may hold when it is translated to LLVM IR. Anything else makes the
+#: translation fail, and this MLIR then crashes the process, so it is refused first.
+_LOWERED = ("llvm.", "nvvm.")
+
+
+def _check_lowered(gpu_module: Operation, name: str) -> None:
+    """AccelError naming the first op of `gpu_module` the NVVM lowering left behind."""
+    def visit(op: Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if not child.name.startswith(_LOWERED):
+                        raise AccelError(f"kernel {name}: {child.name} at {child.location} "
+                                         "has no NVVM lowering")
+                    visit(child)
+
+    visit(gpu_module)
+
+
+def _entries(gpu_module: Operation) -> list[str]:
+    """Names of the kernels (`llvm.func`s marked `nvvm.kernel`) of a lowered gpu.module."""
+    return [str(op.attributes["sym_name"]).strip('"')
+            for op in gpu_module.regions[0].blocks[0].operations
+            if op.name == "llvm.func" and "nvvm.kernel" in op.attributes]
+
+
+def _host_fallback(text: str, opts: Mapping[str, Any], weights: Mapping[str, np.ndarray],
+                   err: Exception) -> GpuExecutable:
+    """The whole module on the host CPU (strict_target: an error naming the op)."""
+    from accel.targets.cpu.compile import compile_mlir
+
+    reason = str(err)
+    if opts.get("strict_target"):
+        raise AccelError(f"target nvgpu (strict_target): {reason}; cannot run on the GPU")
+    log.warning("accel nvgpu: running on the host CPU instead of the GPU: %s", reason)
+    cpu_opts = {"opt_level": opts["opt_level"], "cache": opts["cache"],
+                "filename": opts.get("filename", "<input>")}
+    host = compile_mlir(text, cpu_opts, weights=weights)
+    return GpuExecutable(dict(host.functions), {}, {}, toolkit.resolve_arch(opts["device"]),
+                         dict(weights), opts, host=host, host_module=text, host_reason=reason)
+
+
+def verify_ptx(exe: GpuExecutable) -> None:
+    """ptxas -arch=<exe.arch> on every PTX module of `exe` (AccelError if one is refused)."""
+    for module, ptx_text in exe.ptx_modules().items():
+        toolkit.ptxas_check(ptx_text, exe.arch, name=module)

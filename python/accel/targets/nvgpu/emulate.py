@@ -1,0 +1,181 @@
+"""Running a compiled model's actual kernels and kernel sequence on the host CPU.
+
+`emulate_kernels(text, options, weights)` compiles `text` as the nvgpu target does up to
+the outlined kernels (tensor cores off: WMMA has no host form), then:
+
+- each `gpu.func` becomes a `func.func` whose block and thread ids and dims are arguments
+  and whose memref parameters are flat buffers re-typed by `memref.reinterpret_cast`,
+  exactly what a bare device pointer means to the kernel (base pointer, static layout);
+- a `<kernel>__grid` wrapper runs it for every block and thread of a launch, in order;
+- the cpu target compiles those, and the returned function interprets the `Program`
+  (buffers, launches with their argument order and sizes, copies, results) on numpy
+  buffers as the GPU runtime does on device memory.
+
+So the outlining, the argument order read from `gpu.launch_func`, the launch sizes, the
+views and the program reader are all checked against eager without a GPU; only the NVVM
+lowering and PTX (upstream, and ptxas-checked) are not. Threads run one after another, so
+this is for small shapes (tests), and kernels that need threads to cooperate (barriers,
+warp-level ops) are not emulated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from accel.diagnostics import AccelError
+from accel.ir import Module, Operation, enable_torch_mlir_extensions, ir, load_torch_dialects
+from accel.runtime.dtypes import DTYPES
+from accel.targets.cpu import signatures as abi
+from accel.targets.cpu.pipelines import pipeline_text
+from accel.targets.nvgpu import pipelines
+from accel.targets.nvgpu.program import Program
+
+#: The id and dim ops of a kernel, in the order the host function passes them.
+_IDS = [(op, d) for op in ("block_id", "thread_id", "grid_dim", "block_dim") for d in "xyz"]
+_ID_LINE = re.compile(r"^\s*(%[\w$.-]+) = gpu\.(block_id|thread_id|grid_dim|block_dim) ([xyz])"
+                      r"\s*$")
+
+
+def _flat_type(t: ir.MemRefType) -> tuple[str, int]:
+    """(a 1-d identity memref covering every element a view of type `t` reaches, its size)."""
+    strides, offset = t.get_strides_and_offset()
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(t.shape, strides, strict=True))
+    return f"memref<{max(extent, 1)}x{t.element_type}>", max(extent, 1)
+
+
+def _host_kernel(name: str, func: Operation) -> tuple[str, list[str]]:
+    """The `func.func` text of one `gpu.func` and its parameter types (flat for memrefs)."""
+    printed = str(func).splitlines()
+    header, body = printed[0], printed[1:-1]
+    names = re.findall(r"(%[\w$.-]+): ", header.split(") kernel")[0])
+    block = func.regions[0].blocks[0]
+    params, casts = [], []
+    for i, (arg_name, arg) in enumerate(zip(names, block.arguments, strict=True)):
+        if isinstance(arg.type, ir.MemRefType):
+            mt = ir.MemRefType(arg.type)
+            flat, _ = _flat_type(mt)
+            strides, offset = mt.get_strides_and_offset()
+            params.append(flat)
+            casts.append(f"  {arg_name} = memref.reinterpret_cast %__p{i} to offset: [{offset}]"
+                         f", sizes: {list(mt.shape)}, strides: {strides} : {flat} to {mt}")
+        else:
+            params.append(str(arg.type))
+            casts.append(f"  {arg_name} = arith.addi %__p{i}, %__c0 : {arg.type}"
+                         if str(arg.type) == "index" else f"  // {arg_name}")
+    lines, found = [], set()
+    for line in body:
+        match = _ID_LINE.match(line)
+        if match:
+            index = _IDS.index((match.group(2), match.group(3)))
+            lines.append(f"  {match.group(1)} = arith.addi %__id{index}, %__c0 : index")
+            found.add(index)
+        else:
+            lines.append(line.replace("gpu.return", "return"))
+    if any("gpu." in ln for ln in lines):
+        raise AccelError(f"emulation: kernel {name} uses GPU ops with no host form")
+    scalar_args = [f"%__p{i}: {t}" for i, t in enumerate(params)]
+    ids = [f"%__id{i}: index" for i in range(len(_IDS))]
+    # Scalars keep their names: non-index ones are used directly, so name them as printed.
+    sig = ", ".join(a if params[i].startswith("memref") or params[i] == "index"
+                    else f"{names[i]}: {params[i]}" for i, a in enumerate(scalar_args))
+    text = "\n".join([f"func.func private @{name}({sig}, {', '.join(ids)}) {{",
+                      "  %__c0 = arith.constant 0 : index", *casts, *lines, "}"])
+    return text, params
+
+
+def _grid_wrapper(name: str, params: list[str]) -> str:
+    """`<name>__grid(params..., grid xyz, block xyz)`: every block and thread in order."""
+    args = [f"%p{i}: {t}" for i, t in enumerate(params)]
+    sizes = ["%gx", "%gy", "%gz", "%sx", "%sy", "%sz"]
+    loops = ["%bz", "%by", "%bx", "%tz", "%ty", "%tx"]
+    bounds = ["%gz", "%gy", "%gx", "%sz", "%sy", "%sx"]
+    lines = [f"func.func @{name}__grid({', '.join(args + [s + ': index' for s in sizes])}) {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    for depth, (iv, bound) in enumerate(zip(loops, bounds, strict=True)):
+        lines.append("  " * (depth + 1) + f"scf.for {iv} = %c0 to {bound} step %c1 {{")
+    ids = "%bx, %by, %bz, %tx, %ty, %tz, %gx, %gy, %gz, %sx, %sy, %sz"
+    call_args = ", ".join([f"%p{i}" for i in range(len(params))] + [ids])
+    call_types = ", ".join(params + ["index"] * len(_IDS))
+    lines.append("  " * 7 + f"func.call @{name}({call_args}) : ({call_types}) -> ()")
+    lines += ["  " * (depth + 1) + "}" for depth in reversed(range(6))]
+    lines += ["  return", "}"]
+    return "\n".join(lines)
+
+
+def emulate_kernels(text: str, opts: Mapping[str, Any], *,
+                    weights: Mapping[str, np.ndarray] | None = None
+                    ) -> dict[str, Callable[..., Any]]:
+    """name -> a function running that function's kernel sequence on the host CPU."""
+    from accel.context import make_context
+    from accel.pipeline import run_pipeline
+    from accel.targets.cpu.compile import compile_mlir
+    from accel.targets.nvgpu.compile import _programs
+
+    weights = dict(weights or {})
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        module = Module.parse(text)
+        abi.mark_tensor_args_read_only(module)
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
+        for passes in (fuse, bufferize, to_gpu):
+            if passes:
+                run_pipeline(module, pipeline_text(passes), label="nvgpu-emulate")
+        programs = _programs(module)
+        funcs, kernel_params = [], {}
+        for op in module.body.operations:
+            if op.operation.name != "gpu.module":
+                continue
+            mod_name = str(op.attributes["sym_name"]).strip('"')
+            for fn in op.regions[0].blocks[0].operations:
+                if fn.operation.name != "gpu.func":
+                    continue
+                entry = str(fn.attributes["sym_name"]).strip('"')
+                name = f"{mod_name}__{entry}"
+                body, params = _host_kernel(name, fn.operation)
+                funcs += [body, _grid_wrapper(name, params)]
+                kernel_params[f"{mod_name}.{entry}"] = (name, params)
+    host = compile_mlir("module {\n" + "\n".join(funcs) + "\n}",
+                        {"opt_level": 1, "cache": False})
+    return {name: _interpreter(program, host, kernel_params, weights)
+            for name, program in programs.items()}
+
+
+def _interpreter(program: Program, host: Any, kernel_params: dict[str, Any],
+                 weights: Mapping[str, np.ndarray]) -> Callable[..., Any]:
+    def run(*inputs: np.ndarray) -> Any:
+        memory: list[np.ndarray] = []
+        for buf in program.buffers:
+            dt = np.dtype(DTYPES[buf.dtype].numpy)
+            if buf.kind == "arg":
+                data = np.ascontiguousarray(inputs[buf.index], dtype=dt).tobytes()
+            elif buf.kind == "weight":
+                data = np.ascontiguousarray(weights[buf.name]).tobytes()
+            elif buf.kind == "const":
+                data = bytes.fromhex(buf.data)
+            else:
+                data = bytes(buf.nbytes)
+            memory.append(np.frombuffer(bytearray(data), dtype=dt))
+        for step in program.steps:
+            if step.op == "copy":
+                memory[step.dst].view(np.uint8)[:step.nbytes] = \
+                    memory[step.src].view(np.uint8)[:step.nbytes]
+                continue
+            name, params = kernel_params[step.kernel]
+            args: list[Any] = []
+            for a, t in zip(step.args, params, strict=True):
+                if isinstance(a, dict):
+                    args.append(a["scalar"])
+                else:
+                    n = int(t[len("memref<"):].split("x", 1)[0])
+                    args.append(memory[a][:n])
+            host[f"{name}__grid"](*args, *step.grid, *step.block)
+        outs = [memory[r].view(np.uint8)[:program.result_nbytes(i)].view(memory[r].dtype)
+                .reshape(program.result_shape(i)).copy() for i, r in enumerate(program.results)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return run

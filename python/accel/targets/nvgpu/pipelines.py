@@ -1,0 +1,108 @@
+"""The nvgpu target's MLIR pipelines, as data: each entry says why it is there.
+
+`compile.compile_gpu` runs FUSE (opt_level >= 1), BUFFERIZE, TO_GPU, then KERNEL_TO_NVVM on
+each outlined `gpu.module`; what stays in the host function (allocations, views, weights,
+`gpu.launch_func`) becomes the kernel sequence of `program.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Tensor-level fusion at opt_level >= 1, as (the option that switches it off, pass).
+FUSE: list[tuple[str | None, str]] = [
+    # Elementwise producers fold into their consumers (bias + ReLU + ... become one loop
+    # nest, hence one kernel): on a GPU every unfused op is a launch and a round trip
+    # through DRAM. (The CPU target avoids this pass because its GEMM kernels must match
+    # plain linalg.matmul; the GPU kernels here tile any generic alike.)
+    (None, "func.func(linalg-fuse-elementwise-ops)"),
+]
+
+BUFFERIZE: list[str] = [
+    # argmax/max(dim) as two plain reductions (and NaN's index, as eager).
+    "func.func(accel-split-argmax)",
+    # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
+    "func.func(tm-tensor-bufferize)",
+    # ...which leaves shared `to_buffer`s One-Shot mishandles.
+    "func.func(accel-prepare-one-shot)",
+    # Tensors -> memrefs across calls too; identity layouts keep every buffer row-major,
+    # which is what the kernels' bare pointers assume. No deallocation pipeline: device
+    # buffers are the runtime's (program.py frees temporaries after each call).
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
+    "identity-layout-map unknown-type-conversion=identity-layout-map}",
+    # tm_tensor ops on memrefs -> loops.
+    "func.func(tm-tensor-to-loops)",
+]
+
+
+#: Where `to_gpu` leaves plain loops for kernels (`compile.emulate_on_host` stops here).
+LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
+
+
+#: Before `to_gpu` unless `disable_tensor_core`: linalg.matmul/batch_matmul of f16 (M, N, K
+#: multiples of 16) -> calls of private functions holding a WMMA gpu.launch with f32
+#: accumulation and the rounding loop.
+TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
+#: Before `to_gpu` at opt_level >= 1: f32 matmuls (M, N multiples of 4) -> calls of private
+#: functions whose threads each keep a 4x4 output tile in registers (4x less traffic).
+REGISTER_TILES = "accel-nvgpu-register-tile-matmul"
+#: After either: the private functions inlined into the host function, where their loops
+#: and launches are mapped and outlined like the others.
+INLINE = "inline"
+
+
+def to_gpu(threads: int) -> list[str]:
+    """linalg on memrefs -> `gpu.launch_func`s of outlined kernels, `threads` per block."""
+    return [
+        # Copies between (strided) views become kernels like every other op.
+        "func.func(accel-nvgpu-copy-to-linalg)",
+        # Parallel dimensions -> scf.parallel (one thread each); reductions stay scf.for
+        # inside it, so a thread owns each output element and needs no atomics.
+        "func.func(convert-linalg-to-parallel-loops)",
+        # Nests with no parallel dimension (a full reduction) still need a kernel: one
+        # thread runs them (accel-nvgpu-wrap-serial).
+        "func.func(accel-nvgpu-wrap-serial)",
+        # Each nest flattened to blocks x threads, the innermost (unit-stride) dimension
+        # fastest: neighbouring threads touch neighbouring addresses (coalesced).
+        f"func.func(accel-nvgpu-map-loops{{threads={threads}}})",
+        # Tiled scf.parallel with a mapping -> gpu.launch with constant grid and block.
+        LAUNCH_MARK,
+        # Grid/block sizes become constants the launch manifest records.
+        "canonicalize",
+        # Constants and index math move into kernels instead of being passed as arguments.
+        "gpu-launch-sink-index-computations",
+        # gpu.launch bodies -> gpu.func kernels in gpu.modules; launches -> launch_func.
+        "gpu-kernel-outlining",
+    ]
+
+
+KERNEL_TO_NVVM: list[str] = [
+    # Views (subview, expand/collapse_shape) in kernels -> explicit offsets and strides...
+    "expand-strided-metadata",
+    # ...given as affine.apply, and loops/if's -> scf -> blocks and branches.
+    "lower-affine",
+    "convert-scf-to-cf",
+    # f16/bf16 math (exp, tanh, ...) in f32: libdevice has f32 and f64 versions only.
+    "math-extend-to-supported-types{target-type=f32}",
+    # gpu/arith/math/memref -> NVVM + LLVM; bare pointers: a memref kernel argument is one
+    # device pointer (static shapes, identity layouts) and math calls libdevice's __nv_*.
+    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1}",
+    # What it leaves of math (integer abs, ctlz, ...) -> LLVM intrinsics NVPTX lowers.
+    "convert-math-to-llvm",
+    "canonicalize",
+    "cse",
+    "reconcile-unrealized-casts",
+]
+
+
+def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
+              ) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(fuse, bufferize, to-gpu, kernel-to-nvvm) for resolved nvgpu options;
+    `tensor_cores=False` leaves matmuls to the loop path whatever the options say."""
+    fuse = [p for flag, p in FUSE if flag is None or not opts[flag]] \
+        if opts["opt_level"] >= 1 else []
+    kernels = [TENSOR_CORES] if tensor_cores and not opts["disable_tensor_core"] else []
+    kernels += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
+    kernels += [INLINE] if kernels else []
+    return fuse, BUFFERIZE, kernels + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM

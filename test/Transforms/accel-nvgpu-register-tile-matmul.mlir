@@ -1,0 +1,49 @@
+// RUN: accel-opt %s --split-input-file -accel-nvgpu-register-tile-matmul -inline | FileCheck %s
+
+// An f32 matmul with M, N multiples of 4: one parallel iteration (thread) per 4x4 tile,
+// whose 16 sums start from C, are carried through the k loop and stored back.
+// CHECK-LABEL: func.func @mm
+// CHECK:       %[[C2:.*]] = arith.constant 2 : index
+// CHECK:       %[[C3:.*]] = arith.constant 3 : index
+// CHECK:       scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%[[C2]], %[[C3]])
+// CHECK-COUNT-16: memref.load %arg2
+// CHECK:         %{{.*}}:16 = scf.for
+// CHECK-COUNT-4:   memref.load %arg0
+// CHECK-COUNT-16:  arith.mulf
+// CHECK:           scf.yield
+// CHECK-COUNT-16: memref.store {{.*}}, %arg2
+// CHECK-NOT:   linalg.matmul
+func.func @mm(%A: memref<8x5xf32>, %B: memref<5x12xf32>, %C: memref<8x12xf32>) {
+  linalg.matmul ins(%A, %B : memref<8x5xf32>, memref<5x12xf32>) outs(%C : memref<8x12xf32>)
+  return
+}
+
+// -----
+
+// A batched matmul: the batch is the first parallel dimension (the unit tile dimensions
+// of a 4x4 output fold away).
+// CHECK-LABEL: func.func @bmm
+// CHECK:       scf.parallel (%[[B:.*]]) = (%{{.*}}) to (%c3)
+// CHECK:         memref.load %arg2[%[[B]],
+func.func @bmm(%A: memref<3x4x8xf32>, %B: memref<3x8x4xf32>, %C: memref<3x4x4xf32>) {
+  linalg.batch_matmul ins(%A, %B : memref<3x4x8xf32>, memref<3x8x4xf32>) outs(%C : memref<3x4x4xf32>)
+  return
+}
+
+// -----
+
+// Negative: N = 6 is not a multiple of 4; f16 is the tensor-core pass's.
+// CHECK-LABEL: func.func @odd
+// CHECK-NOT:   scf.parallel
+// CHECK:       linalg.matmul
+// CHECK-LABEL: func.func @half
+// CHECK-NOT:   scf.parallel
+// CHECK:       linalg.matmul
+func.func @odd(%A: memref<8x5xf32>, %B: memref<5x6xf32>, %C: memref<8x6xf32>) {
+  linalg.matmul ins(%A, %B : memref<8x5xf32>, memref<5x6xf32>) outs(%C : memref<8x6xf32>)
+  return
+}
+func.func @half(%A: memref<16x16xf16>, %B: memref<16x16xf16>, %C: memref<16x16xf16>) {
+  linalg.matmul ins(%A, %B : memref<16x16xf16>, memref<16x16xf16>) outs(%C : memref<16x16xf16>)
+  return
+}
