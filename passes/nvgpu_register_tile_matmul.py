@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Module, Operation, ir
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: Rows and columns of the output tile a thread keeps in registers.
 TILE = 4
@@ -103,18 +103,8 @@ class NvgpuRegisterTileMatmul(ModulePass):
     def apply(self, module: Operation) -> None:
         from accel.ir import func
 
-        found: list[tuple[Operation, tuple[int, int, int, int]]] = []
-
-        def visit(op: Operation) -> None:
-            for region in op.regions:
-                for block in region.blocks:
-                    for child in block.operations:
-                        shape = _matmul_shape(child.operation)
-                        if shape is not None:
-                            found.append((child.operation, shape))
-                        visit(child.operation)
-
-        visit(module)
+        found: list[tuple[Operation, tuple[int, int, int, int]]] = [
+            (op, shape) for op in ops_named(module) if (shape := _matmul_shape(op)) is not None]
         body = module.regions[0].blocks[0]
         made: set[str] = set()
         for op, (batch, m, n, k) in found:

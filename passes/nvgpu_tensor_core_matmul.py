@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Module, Operation, ir
-from accel.passes.base import ModulePass, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass
 
 TILE = 16
 _FRAG = '!gpu.mma_matrix<16x16x{t}, "{k}">'
@@ -142,18 +142,8 @@ class NvgpuTensorCoreMatmul(ModulePass):
     def apply(self, module: Operation) -> None:
         from accel.ir import func
 
-        found: list[tuple[Operation, tuple[int, int, int, int, str]]] = []
-
-        def visit(op: Operation) -> None:
-            for region in op.regions:
-                for block in region.blocks:
-                    for child in block.operations:
-                        shapes = _shapes(child.operation)
-                        if shapes is not None:
-                            found.append((child.operation, shapes))
-                        visit(child.operation)
-
-        visit(module)
+        found: list[tuple[Operation, tuple[int, int, int, int, str]]] = [
+            (op, shape) for op in ops_named(module) if (shape := _shapes(op)) is not None]
         body = module.regions[0].blocks[0]
         made: set[str] = set()
         for op, (batch, m, n, k, ctype) in found:

@@ -37,14 +37,11 @@ from accel.diagnostics import from_mlir_error
 from accel.ir import (
     MLIRError,
     Module,
-    enable_torch_mlir_extensions,
-    load_torch_dialects,
     translate_to_llvmir,
 )
 from accel.llvm.normalize import normalize_llvm_ir
 from accel.options import code_options
 from accel.runtime.signature import signature_to_json
-from accel.runtime.weights import check_bindings
 from accel.targets.cpu import signatures as abi
 from accel.targets.cpu.jit import CompiledMLIR, from_cache
 from accel.targets.cpu.pipelines import check, pipeline_text, pipelines
@@ -80,7 +77,6 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
     """
     from accel import cache
-    from accel.context import make_context
     from accel.pipeline import run_pipeline
 
     opts = resolve_options(options)
@@ -91,13 +87,7 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
         compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
         if compiled is not None:
             return compiled
-    enable_torch_mlir_extensions()
-    with make_context() as ctx:
-        load_torch_dialects(ctx)
-        module = _load(text, filename)
-        abi.mark_tensor_args_read_only(module)
-        weight_specs = abi.external_globals(module)
-        check_bindings(weight_specs, weights or {}, filename)
+    with abi.parsed(text, filename, weights or {}) as (module, weight_specs):
         fuse, bufferize, lower = pipelines(opts)
         if fuse:
             with phases.phase("fuse"):
@@ -128,14 +118,5 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
                           "signatures": [signature_to_json(s) for s in signatures.values()]})
     return compiled
 
-
-def _load(source: str | Module, filename: str) -> Module:
-    """Parse into the current context; a given module is copied (lowering is destructive)."""
-    if not isinstance(source, str):
-        source = source.operation.get_asm(enable_debug_info=True)
-    try:
-        return Module.parse(source)
-    except MLIRError as err:
-        raise from_mlir_error(err, filename) from None
 
 

@@ -6,12 +6,47 @@ only the LLVM dialect. Needs the MLIR bindings; `abi` (the LLVM IR side) does no
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
-from accel.diagnostics import AccelError, relocate
-from accel.ir import Module, Operation, ir
+from accel.diagnostics import AccelError, from_mlir_error, relocate
+from accel.ir import (
+    MLIRError,
+    Module,
+    Operation,
+    enable_torch_mlir_extensions,
+    ir,
+    load_torch_dialects,
+)
 from accel.runtime.dtypes import DTYPES
 from accel.runtime.signature import Signature, ValueSpec
+from accel.runtime.weights import check_bindings
+
+
+@contextmanager
+def parsed(source: str | Module, filename: str,
+           weights: Mapping[str, object] | None
+           ) -> Iterator[tuple[Module, dict[str, int]]]:
+    """(module, external weights' byte sizes) of `source` parsed in a fresh context with the
+    torch dialects, its tensor arguments read-only and every external weight bound in
+    `weights` (None: not checked): where the cpu and nvgpu pipelines start. A given module is copied (lowering
+    is destructive)."""
+    from accel.context import make_context
+
+    if not isinstance(source, str):
+        source = source.operation.get_asm(enable_debug_info=True)
+    enable_torch_mlir_extensions()
+    with make_context() as ctx:
+        load_torch_dialects(ctx)
+        try:
+            module = Module.parse(source)
+        except MLIRError as err:
+            raise from_mlir_error(err, filename) from None
+        mark_tensor_args_read_only(module)
+        specs = external_globals(module)
+        if weights is not None:
+            check_bindings(specs, weights, filename)  # type: ignore[arg-type]
+        yield module, specs
 
 
 def _ops(op: Operation) -> Iterator[Operation]:

@@ -25,11 +25,8 @@ from accel.ir import (
     MLIRError,
     Module,
     Operation,
-    enable_torch_mlir_extensions,
     llvm,
-    load_torch_dialects,
 )
-from accel.runtime.weights import check_bindings
 from accel.targets.cpu import signatures as abi
 from accel.targets.cpu.pipelines import pipeline_text
 from accel.targets.nvgpu import pipelines, toolkit
@@ -40,17 +37,9 @@ from accel.targets.nvgpu.ptx import emit_ptx
 log = logging.getLogger("accel.nvgpu")
 
 
-def _parse(text: str, filename: str) -> Module:
-    try:
-        return Module.parse(text)
-    except MLIRError as err:
-        raise from_mlir_error(err, filename) from None
-
-
 def compile_gpu(text: str, opts: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> GpuExecutable:
     """PTX kernels and kernel sequences for every public function of `text`."""
-    from accel.context import make_context
     from accel.pipeline import run_pipeline
 
     filename = opts.get("filename", "<input>")
@@ -61,13 +50,7 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
         hit = from_cache(key, opts, weights)
         if hit is not None:
             return hit
-    enable_torch_mlir_extensions()
-    with make_context() as ctx:
-        load_torch_dialects(ctx)
-        module = _parse(text, filename)
-        abi.mark_tensor_args_read_only(module)
-        weight_specs = abi.external_globals(module)
-        check_bindings(weight_specs, weights, filename)
+    with abi.parsed(text, filename, weights) as (module, weight_specs):
         fuse, bufferize, to_gpu, to_nvvm = pipelines.pipelines(opts)
         with phases.phase("bufferize"):
             if fuse:
@@ -151,16 +134,11 @@ def emulate_on_host(text: str, opts: Mapping[str, Any], *,
     copies as loops), then compiled by the cpu target, whose `scf.parallel` lowering runs
     blocks and threads as loops. Checks everything accel does to the loops against eager
     without a GPU (the NVVM lowering and PTX after it are upstream's and ptxas')."""
-    from accel.context import make_context
     from accel.pipeline import run_pipeline
     from accel.targets.cpu.compile import compile_mlir
 
     filename = opts.get("filename", "<input>")
-    enable_torch_mlir_extensions()
-    with make_context() as ctx:
-        load_torch_dialects(ctx)
-        module = _parse(text, filename)
-        abi.mark_tensor_args_read_only(module)
+    with abi.parsed(text, filename, None) as (module, _):
         # WMMA ops have no host form: matmuls stay loops here.
         fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
         mapped = to_gpu[:to_gpu.index(pipelines.LAUNCH_MARK)]
