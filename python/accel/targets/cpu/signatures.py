@@ -29,8 +29,8 @@ def parsed(source: str | Module, filename: str,
            ) -> Iterator[tuple[Module, dict[str, int]]]:
     """(module, external weights' byte sizes) of `source` parsed in a fresh context with the
     torch dialects, its tensor arguments read-only and every external weight bound in
-    `weights` (None: not checked): where the cpu and nvgpu pipelines start. A given module is copied (lowering
-    is destructive)."""
+    `weights` (None: not checked): where the cpu, nvgpu and mncore pipelines start. A given
+    module is copied (lowering is destructive)."""
     from accel.context import make_context
 
     if not isinstance(source, str):
