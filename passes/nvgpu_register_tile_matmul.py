@@ -31,7 +31,11 @@ TILE = 4
 
 def _matmul_shape(op: Operation) -> tuple[int, int, int, int] | None:
     """(batch, M, N, K) of an f32 matmul this pass rewrites, else None."""
-    from accel.passes.nvgpu_tensor_core_matmul import _DEFAULT_MAPS, _static_identity
+    from accel.passes.nvgpu_tensor_core_matmul import (
+        _DEFAULT_MAPS,
+        _static_identity,
+        matmul_dims,
+    )
 
     if op.name not in _DEFAULT_MAPS or len(op.operands) != 3 or len(op.results):
         return None
@@ -40,16 +44,10 @@ def _matmul_shape(op: Operation) -> tuple[int, int, int, int] | None:
     types = [_static_identity(v.type) for v in op.operands]
     if any(t is None or str(t.element_type) != "f32" for t in types):
         return None
-    a, b, c = (list(t.shape) for t in types)  # type: ignore[union-attr]
-    batch = 1
-    if op.name == "linalg.batch_matmul":
-        if not a[0] == b[0] == c[0]:
-            return None
-        batch, a, b, c = a[0], a[1:], b[1:], c[1:]
-    m, k = a
-    n = b[1]
-    if b[0] != k or c != [m, n] or m % TILE or n % TILE:
+    dims = matmul_dims(op.name, *(t.shape for t in types))  # type: ignore[union-attr]
+    if dims is None or dims[1] % TILE or dims[2] % TILE:
         return None
+    batch, m, n, k = dims
     return batch, m, n, k
 
 

@@ -50,6 +50,23 @@ def _static_identity(t: ir.Type) -> ir.MemRefType | None:
     return mt
 
 
+def matmul_dims(name: str, a: list[int], b: list[int], c: list[int]
+                ) -> tuple[int, int, int, int] | None:
+    """(batch, M, N, K) of a `linalg.matmul` / `batch_matmul` with operand shapes a, b, c
+    (batch 1 for matmul), or None when the shapes do not agree."""
+    a, b, c = list(a), list(b), list(c)
+    batch = 1
+    if name == "linalg.batch_matmul":
+        if not a[0] == b[0] == c[0]:
+            return None
+        batch, a, b, c = a[0], a[1:], b[1:], c[1:]
+    m, k = a
+    n = b[1]
+    if b[0] != k or c != [m, n]:
+        return None
+    return batch, m, n, k
+
+
 def _shapes(op: Operation) -> tuple[int, int, int, int, str] | None:
     """(batch, M, N, K, C element type) of a matmul this pass handles, else None."""
     if op.name not in ("linalg.matmul", "linalg.batch_matmul") or len(op.operands) != 3 or \
@@ -64,16 +81,10 @@ def _shapes(op: Operation) -> tuple[int, int, int, int, str] | None:
     if "indexing_maps" in op.attributes and \
             str(op.attributes["indexing_maps"]) != _DEFAULT_MAPS[op.name]:
         return None  # transposed/broadcast variants keep the loop path
-    batch = 1
-    ash, bsh, csh = list(a.shape), list(b.shape), list(c.shape)
-    if op.name == "linalg.batch_matmul":
-        if not ash[0] == bsh[0] == csh[0]:
-            return None
-        batch, ash, bsh, csh = ash[0], ash[1:], bsh[1:], csh[1:]
-    m, k = ash
-    n = bsh[1]
-    if bsh[0] != k or csh != [m, n] or any(d % TILE for d in (m, n, k)):
+    dims = matmul_dims(op.name, a.shape, b.shape, c.shape)
+    if dims is None or any(d % TILE for d in dims[1:]):
         return None
+    batch, m, n, k = dims
     return batch, m, n, k, str(c.element_type)
 
 

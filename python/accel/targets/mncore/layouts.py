@@ -169,20 +169,30 @@ def _checked_layout(text: Any, shape: tuple[int, ...] | None, where: str,
     return text
 
 
+def _spec_items(path: str, what: str, keys: tuple[str, ...]
+                ) -> list[tuple[str, dict[str, Any]]]:
+    """(location, entry) of each entry of a spec file: a JSON list of objects with exactly
+    `keys`; anything else is an error naming the entry."""
+    data = _read_json(path, what)
+    if not isinstance(data, list):
+        raise AccelError(f"{what} {path}: expected a JSON list of entries")
+    found = []
+    for i, item in enumerate(data):
+        where = f"{what} {path}[{i}]"
+        if not isinstance(item, dict) or set(item) != set(keys):
+            raise AccelError(f"{where}: an entry has exactly the keys {', '.join(keys)}; got "
+                             f"{item!r}")
+        found.append((where, item))
+    return found
+
+
 def load_specs(layout_spec: str | None, gemm_layout_spec: str | None,
                envs: Mapping[str, str]) -> list[SpecEntry]:
     """Both spec files' entries, each layout parsed and checked against its shape."""
     entries: list[SpecEntry] = []
     if layout_spec:
-        data = _read_json(layout_spec, "layout_spec")
-        if not isinstance(data, list):
-            raise AccelError(f"layout_spec {layout_spec}: expected a JSON list of entries")
-        for i, item in enumerate(data):
-            where = f"layout_spec {layout_spec}[{i}]"
-            if not isinstance(item, dict) or set(item) != {"trigger", "op_type", "shape",
-                                                          "layout"}:
-                raise AccelError(f"{where}: an entry has exactly the keys trigger, op_type, "
-                                 f"shape, layout; got {item!r}")
+        for where, item in _spec_items(layout_spec, "layout_spec",
+                                       ("trigger", "op_type", "shape", "layout")):
             if item["trigger"] not in ("SwitchInput", "FixOutput"):
                 raise AccelError(f"{where}: trigger must be SwitchInput or FixOutput, got "
                                  f"{item['trigger']!r}")
@@ -195,14 +205,8 @@ def load_specs(layout_spec: str | None, gemm_layout_spec: str | None,
                                      _checked_layout(item["layout"], tuple(shape), where, envs),
                                      where))
     if gemm_layout_spec:
-        data = _read_json(gemm_layout_spec, "gemm_layout_spec")
-        if not isinstance(data, list):
-            raise AccelError(f"gemm_layout_spec {gemm_layout_spec}: expected a JSON list")
-        for i, item in enumerate(data):
-            where = f"gemm_layout_spec {gemm_layout_spec}[{i}]"
-            if not isinstance(item, dict) or set(item) != {"key", "A", "BT", "C"}:
-                raise AccelError(f"{where}: an entry has exactly the keys key, A, BT, C; got "
-                                 f"{item!r}")
+        for where, item in _spec_items(gemm_layout_spec, "gemm_layout_spec",
+                                       ("key", "A", "BT", "C")):
             for part in ("A", "BT", "C"):
                 entries.append(SpecEntry(part, str(item["key"]), None,
                                          _checked_layout(item[part], None, f"{where}.{part}",
