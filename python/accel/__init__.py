@@ -16,20 +16,18 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "compile": ("accel.api", "compile"),
-    "CompiledModule": ("accel.compiled_module", "CompiledModule"),
-    "load": ("accel.api", "load"),
-    "load_codegen_dir": ("accel.api", "load_codegen_dir"),
-    "import_torch": ("accel.frontend", "import_torch"),
-    "compile_mlir": ("accel.targets.cpu.compile", "compile_mlir"),
-    "CompiledMLIR": ("accel.targets.cpu.jit", "CompiledMLIR"),
-    "make_context": ("accel.context", "make_context"),
-    "jit": ("accel.jit_function", "jit"),
-    "RuntimeAssertionError": ("accel.runtime.symbols", "RuntimeAssertionError"),
-    "set_num_threads": ("accel.targets.cpu.parallel", "set_num_threads"),
-    "get_num_threads": ("accel.targets.cpu.parallel", "num_threads"),
-}
+#: Public name -> (module, attribute), imported on first use.
+_LAZY = {name: (module, attr) for module, pairs in (
+    ("accel.api", ("compile", "load", "load_codegen_dir")),
+    ("accel.compiled_module", ("CompiledModule",)),
+    ("accel.frontend", ("import_torch",)),
+    ("accel.targets.cpu.compile", ("compile_mlir",)),
+    ("accel.targets.cpu.jit", ("CompiledMLIR",)),
+    ("accel.context", ("make_context",)),
+    ("accel.jit_function", ("jit",)),
+    ("accel.runtime.symbols", ("RuntimeAssertionError",)),
+    ("accel.targets.cpu.parallel", ("set_num_threads", ("get_num_threads", "num_threads"))),
+) for entry in pairs for name, attr in [entry if isinstance(entry, tuple) else (entry, entry)]}
 
 
 def __getattr__(name: str) -> Any:

@@ -73,3 +73,20 @@ func.func @{name}(%x: tensor<{n}xf32>) -> tensor<f32> {{
   }} -> tensor<f32>
   return %r : tensor<f32>
 }}"""
+
+
+def mlp_class(inputs: int, hidden: int, outputs: int) -> type:
+    """`class MLP(nn.Module)`: fc1 -> ReLU -> fc2 with these widths (torch imported here,
+    so test files can skip cleanly without it)."""
+    import torch
+
+    class MLP(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = torch.nn.Linear(inputs, hidden)
+            self.fc2 = torch.nn.Linear(hidden, outputs)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    return MLP

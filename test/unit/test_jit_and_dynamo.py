@@ -19,18 +19,12 @@ torch = pytest.importorskip("torch")
 import accel  # noqa: E402
 import accel.dynamo  # noqa: E402, F401 - registers the "accel" backend
 from accel.jit_function import JitFunction  # noqa: E402
+from samples import mlp_class  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
 
 
-class MLP(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 8)
-        self.fc2 = torch.nn.Linear(8, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
+MLP = mlp_class(16, 8, 4)
 
 
 def _mlp() -> MLP:

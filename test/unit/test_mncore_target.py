@@ -13,17 +13,12 @@ import torch
 from accel.diagnostics import AccelError
 from accel.options import OptionError
 from accel.targets.mncore import option_json
+from samples import mlp_class  # noqa: E402
 
 torch.manual_seed(0)
 
 
-class MLP(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1, self.fc2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
+MLP = mlp_class(32, 64, 10)
 
 
 MODEL = MLP().eval()

@@ -16,6 +16,7 @@ from accel.targets import get as get_target
 from accel.targets.nvgpu import toolkit
 from accel.targets.nvgpu.compile import verify_ptx
 from accel.targets.nvgpu.executable import GpuExecutable
+from samples import mlp_class  # noqa: E402
 
 CROSS = {"target": "nvgpu", "device": "sm_90", "cache": False}
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None,
@@ -24,13 +25,7 @@ needs_gpu = pytest.mark.skipif(toolkit.present_arch() is None,
                                reason="no NVIDIA GPU or driver on this machine")
 
 
-class MLP(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.b(torch.relu(self.a(x)))
+MLP = mlp_class(16, 32, 8)
 
 
 class CNN(torch.nn.Module):

@@ -13,18 +13,12 @@ torch = pytest.importorskip("torch")
 import accel  # noqa: E402
 from accel.api import VERIFY_ATOL, VERIFY_RTOL  # noqa: E402
 from accel.diagnostics import AccelError  # noqa: E402
+from samples import mlp_class  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
 
 
-class MLP(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = torch.nn.Linear(64, 32)
-        self.fc2 = torch.nn.Linear(32, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
+MLP = mlp_class(64, 32, 10)
 
 
 class CNN(torch.nn.Module):
