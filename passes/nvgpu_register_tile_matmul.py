@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accel.ir import InsertionPoint, Module, Operation, ir
+from accel.ir import Operation
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: Rows and columns of the output tile a thread keeps in registers.
@@ -99,20 +99,15 @@ class NvgpuRegisterTileMatmul(ModulePass):
     name = "accel-nvgpu-register-tile-matmul"
 
     def apply(self, module: Operation) -> None:
-        from accel.ir import func
 
         found: list[tuple[Operation, tuple[int, int, int, int]]] = [
             (op, shape) for op in ops_named(module) if (shape := _matmul_shape(op)) is not None]
         body = module.regions[0].blocks[0]
         made: set[str] = set()
+        from accel.passes.nvgpu_tensor_core_matmul import call_helper
+
         for op, (batch, m, n, k) in found:
             batched = op.name == "linalg.batch_matmul"
             name = f"__accel_rt_matmul_{batch}x{m}x{n}x{k}" + ("_b" if batched else "")
-            if name not in made:
-                helper = Module.parse(_helper(name, batch, m, n, k, batched))
-                for fn in list(helper.body.operations):
-                    fn.operation.move_before(body.operations[0])
-                made.add(name)
-            with InsertionPoint(op), op.location:
-                func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(op.operands))
-            op.erase()
+            call_helper(op, name, body, made,
+                        lambda: _helper(name, batch, m, n, k, batched))  # noqa: B023

@@ -23,6 +23,7 @@ strided views, sizes not multiples of 16, dynamic shapes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from accel.ir import InsertionPoint, Module, Operation, ir
 from accel.passes.base import ModulePass, ops_named, register_pass
@@ -48,6 +49,22 @@ def _static_identity(t: ir.Type) -> ir.MemRefType | None:
             layout.value != ir.AffineMap.get_identity(mt.rank):
         return None
     return mt
+
+
+def call_helper(op: Operation, name: str, body: Any, made: set[str],
+                render: Any) -> None:
+    """Replace matmul `op` by a call of `@name(A, B, C)`; the first time a name is used,
+    `render()`'s functions are added at the top of the module `body`."""
+    from accel.ir import func
+
+    if name not in made:
+        helper = Module.parse(render())
+        for fn in list(helper.body.operations):
+            fn.operation.move_before(body.operations[0])
+        made.add(name)
+    with InsertionPoint(op), op.location:
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(op.operands))
+    op.erase()
 
 
 def matmul_dims(name: str, a: list[int], b: list[int], c: list[int]
@@ -151,7 +168,6 @@ class NvgpuTensorCoreMatmul(ModulePass):
     name = "accel-nvgpu-tensor-core-matmul"
 
     def apply(self, module: Operation) -> None:
-        from accel.ir import func
 
         found: list[tuple[Operation, tuple[int, int, int, int, str]]] = [
             (op, shape) for op in ops_named(module) if (shape := _shapes(op)) is not None]
@@ -160,11 +176,5 @@ class NvgpuTensorCoreMatmul(ModulePass):
         for op, (batch, m, n, k, ctype) in found:
             batched = op.name == "linalg.batch_matmul"
             name = f"__accel_wmma_{batch}x{m}x{n}x{k}_{ctype}" + ("_b" if batched else "")
-            if name not in made:
-                helper = Module.parse(_helper(name, batch, m, n, k, ctype, batched))
-                for fn in list(helper.body.operations):
-                    fn.operation.move_before(body.operations[0])
-                made.add(name)
-            with InsertionPoint(op), op.location:
-                func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(op.operands))
-            op.erase()
+            call_helper(op, name, body, made,
+                        lambda: _helper(name, batch, m, n, k, ctype, batched))  # noqa: B023
