@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 from accel.dialects._verify import guarded as _guarded
+from accel.dialects._verify import load_once as _load_once
 from accel.dialects._verify import op_error as _error
 from accel.dialects.mncore_layout import (
     HIERARCHY,
@@ -211,10 +212,7 @@ def producer_layout(value: Value) -> Layout | None:
 # -- loading and module-wide verification -----------------------------------------------------
 def load(ctx: Context) -> None:
     """Register `mncore` in `ctx` (idempotent per context)."""
-    if ctx.is_dialect_loaded(MNCore.DIALECT_NAMESPACE):
-        return
-    with ctx, Location.unknown(ctx):
-        MNCore.load()
+    _load_once(ctx, MNCore)
 
 
 def verify(root: Operation | OpView) -> list[tuple[Location, str]]:

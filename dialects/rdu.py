@@ -50,7 +50,9 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from accel.dialects._verify import guarded as _guarded
+from accel.dialects._verify import load_once as _load_once
 from accel.dialects._verify import op_error as _error
+from accel.dialects._verify import parent_is as _parent_is
 from accel.dialects.rdu_arch import (
     ARCHS,
     PHASES,
@@ -255,12 +257,8 @@ class StageBufferOp(RDU.Operation, name="stage_buffer", traits=[ext.Pure]):
         depth = _int(op, "depth")
         if depth is not None and depth < 1:
             return _error(op, f"depth must be at least 1, got {depth}")
-        parent = op.operation.parent
-        if parent is None or parent.name not in BODY_OPS:
-            found = f"'{parent.name}'" if parent is not None else "nothing"
-            return _error(op, f"must be inside an 'rdu.section' or 'rdu.hypersection' body, "
-                              f"found {found}")
-        return True
+        return _parent_is(op, BODY_OPS,
+                          "must be inside an 'rdu.section' or 'rdu.hypersection' body")
 
 
 # -- terminators ------------------------------------------------------------------------------
@@ -275,21 +273,14 @@ class YieldOp(RDU.Operation, name="yield", traits=[ir.IsTerminatorTrait]):
 
     @_guarded
     def verify_invariants(op: OpView) -> bool:  # noqa: N805 - called on the op
-        parent = op.operation.parent
-        if parent is None or parent.name not in BODY_OPS:
-            found = f"'{parent.name}'" if parent is not None else "nothing"
-            return _error(op, f"must terminate an 'rdu.section' or 'rdu.hypersection' body, "
-                              f"found {found}")
-        return True
+        return _parent_is(op, BODY_OPS,
+                          "must terminate an 'rdu.section' or 'rdu.hypersection' body")
 
 
 # -- loading and module-wide verification -----------------------------------------------------
 def load(ctx: Context) -> None:
     """Register `rdu` in `ctx` (idempotent per context)."""
-    if ctx.is_dialect_loaded(RDU.DIALECT_NAMESPACE):
-        return
-    with ctx, Location.unknown(ctx):
-        RDU.load()
+    _load_once(ctx, RDU)
 
 
 def verify(root: Operation | OpView) -> list[tuple[Location, str]]:
