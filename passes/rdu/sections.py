@@ -250,13 +250,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
 
 def _hypersection_name(key: str, used: set[str]) -> str:
     """`h.0` -> `h`: the container the repeated instances live in."""
-    base = re.sub(r"(\.\d+|#\d+)$", "", key).replace(".", "_") or "layer"
-    name, n = base, 1
-    while name in used:
-        n += 1
-        name = f"{base}_{n}"
-    used.add(name)
-    return name
+    return _fresh(re.sub(r"(\.\d+|#\d+)$", "", key).replace(".", "_") or "layer", used)
 
 
 def _unwrap(outer: Operation) -> None:
@@ -305,6 +299,8 @@ def outline(module: Operation) -> list[str]:
 
 
 def _fresh(name: str, taken: set[str]) -> str:
+    """`name` made a symbol (non-word characters to `_`), suffixed `_2`, `_3`, ... until
+    it is not in `taken`; the result is added to `taken`."""
     base = re.sub(r"[^\w]", "_", name)
     out, n = base, 1
     while out in taken:

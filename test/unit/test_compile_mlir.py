@@ -251,20 +251,14 @@ func.func @truncate(%a: tensor<?xf64>) -> (tensor<?xbf16>, tensor<?xf16>) {
   %n = tensor.dim %a, %c0 : tensor<?xf64>
   %e1 = tensor.empty(%n) : tensor<?xbf16>
   %e2 = tensor.empty(%n) : tensor<?xf16>
-  %b = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
-                       iterator_types = ["parallel"]}
-      ins(%a : tensor<?xf64>) outs(%e1 : tensor<?xbf16>) {
-    ^bb0(%x: f64, %o: bf16):
-      %t = arith.truncf %x : f64 to bf16
-      linalg.yield %t : bf16
-  } -> tensor<?xbf16>
-  %h = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
-                       iterator_types = ["parallel"]}
-      ins(%a : tensor<?xf64>) outs(%e2 : tensor<?xf16>) {
-    ^bb0(%x: f64, %o: f16):
-      %t = arith.truncf %x : f64 to f16
-      linalg.yield %t : f16
-  } -> tensor<?xf16>
+""" + "".join(f"""  %{r} = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>,
+                                         affine_map<(i) -> (i)>], iterator_types = ["parallel"]}}
+      ins(%a : tensor<?xf64>) outs(%{e} : tensor<?x{ty}>) {{
+    ^bb0(%x: f64, %o: {ty}):
+      %t = arith.truncf %x : f64 to {ty}
+      linalg.yield %t : {ty}
+  }} -> tensor<?x{ty}>
+""" for r, e, ty in (("b", "e1", "bf16"), ("h", "e2", "f16"))) + """\
   return %b, %h : tensor<?xbf16>, tensor<?xf16>
 }
 func.func @nothing(%a: tensor<2xf32>) {
