@@ -90,3 +90,19 @@ def mlp_class(inputs: int, hidden: int, outputs: int) -> type:
             return self.fc2(torch.relu(self.fc1(x)))
 
     return MLP
+
+
+def wrapped(model: Any, call: Any) -> Any:
+    """An eval-mode `nn.Module` holding `model` whose forward is `call(model, x)` (e.g. a
+    transformers model's logits or hidden state as one tensor)."""
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return call(self.model, x)
+
+    return Wrapped().eval()

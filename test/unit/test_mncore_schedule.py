@@ -10,6 +10,7 @@ import torch
 from accel.diagnostics import AccelError
 from accel.dialects.mncore_layout import Layout
 from accel.targets.mncore import graph, layouts, schedule
+from samples import wrapped  # noqa: E402
 
 GPT2 = graph.gpt2_like()  # GPT-2 small, 1024 tokens: SRAM is scarce
 _PLANS: dict[str, layouts.Plan] = {}
@@ -96,15 +97,8 @@ def gpt2():
                                   n_positions=32)
     model = transformers.GPT2Model(cfg).eval()
 
-    class Hidden(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.model(ids).last_hidden_state
-
-    return Hidden().eval(), torch.randint(0, 100, (1, 16))
+    hidden = wrapped(model, lambda m, ids: m(ids).last_hidden_state)
+    return hidden, torch.randint(0, 100, (1, 16))
 
 
 def test_gpt2_matches_eager(gpt2) -> None:

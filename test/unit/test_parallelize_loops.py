@@ -12,6 +12,7 @@ import pytest
 import torch
 from accel import phases
 from accel.targets.cpu import pipelines as cpu
+from samples import wrapped  # noqa: E402
 
 PASS = "accel-parallelize-loops"
 
@@ -199,18 +200,12 @@ def test_gpt2_with_every_nest_parallel(monkeypatch, threads) -> None:
         bos_token_id=127, eos_token_id=127, attn_implementation="eager")
     model = transformers.GPT2LMHeadModel(config).eval()
 
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
-                              use_cache=False, return_dict=False)[0]
+    logits = wrapped(model, lambda m, ids: m(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                             use_cache=False, return_dict=False)[0])
 
     monkeypatch.setattr(cpu, "PARALLEL_LOOPS", f"{PASS}{{min-work=1}}")
     ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
-    fn, ir = _compile(Logits().eval(), ids, opt_level=1)
+    fn, ir = _compile(logits, ids, opt_level=1)
     assert ir.count("call @accel_parallel_for") >= 5
     with torch.no_grad():
         expected = model(input_ids=ids, use_cache=False).logits

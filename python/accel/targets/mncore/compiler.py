@@ -64,9 +64,7 @@ def _bits_of(graph: Any, float_dtype: str | None) -> dict[str, int]:
 def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], name: str,
                    weights: Mapping[str, np.ndarray]) -> Any:
     """Compile linalg-on-tensors `text` for MN-Core with effective options and envs."""
-    from accel.context import make_context
-    from accel.diagnostics import from_mlir_error
-    from accel.ir import MLIRError, Module, load_torch_dialects
+    from accel.targets.cpu.signatures import parsed
     from accel.targets.mncore import (
         graph,
         layouts,
@@ -80,12 +78,7 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     filename = opts.get("filename", "<input>")
     log = _Phases()
     float_dtype = opts.get("float_dtype")
-    with make_context() as ctx:
-        load_torch_dialects(ctx)
-        try:
-            module = Module.parse(text)
-        except MLIRError as err:
-            raise from_mlir_error(err, filename) from None
+    with parsed(text, filename, None) as (module, _):
         funcs = [op for op in module.body.operations if _is_public_definition(op)]
         if not funcs:
             raise AccelError(f"{filename}: no public function to compile for mncore")
