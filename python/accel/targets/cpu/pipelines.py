@@ -13,18 +13,24 @@ from typing import Any
 #: MLIR's fusion keep (and recompute) producer nests it would otherwise remove.
 DEALLOCATE_MARK = "buffer-deallocation-pipeline"
 
-BUFFERIZE: list[str] = [
+#: Tensors -> memrefs with identity layouts (the nvgpu target starts the same way).
+ONE_SHOT: list[str] = [
     # argmax/max(dim) as two reductions that vectorise (and return NaN's index, as eager).
     "func.func(accel-split-argmax)",
     # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
     "func.func(tm-tensor-bufferize)",
     # ...which leaves shared `to_buffer`s and non-`restrict` `to_tensor`s One-Shot mishandles.
     "func.func(accel-prepare-one-shot)",
-    # Tensors -> memrefs, across calls too; identity layouts keep argument buffers row-major.
+    # Tensors -> memrefs, across calls too; identity layouts keep argument buffers row-major
+    # (what kernels and the C interface's bare pointers assume).
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
     "identity-layout-map unknown-type-conversion=identity-layout-map}",
     # tm_tensor ops on memrefs -> loops, before deallocation needs their memory effects.
     "func.func(tm-tensor-to-loops)",
+]
+
+BUFFERIZE: list[str] = [
+    *ONE_SHOT,
     # Frees every temporary and clones returned arguments: callers own all returned buffers.
     DEALLOCATE_MARK,
     # bufferization.clone/dealloc left by the deallocation pipeline -> memref alloc/copy/dealloc.

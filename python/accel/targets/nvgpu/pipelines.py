@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from accel.targets.cpu.pipelines import ONE_SHOT
+
 #: Tensor-level fusion at opt_level >= 1, as (the option that switches it off, pass).
 FUSE: list[tuple[str | None, str]] = [
     # Elementwise producers fold into their consumers (bias + ReLU + ... become one loop
@@ -19,21 +21,10 @@ FUSE: list[tuple[str | None, str]] = [
     (None, "func.func(linalg-fuse-elementwise-ops)"),
 ]
 
-BUFFERIZE: list[str] = [
-    # argmax/max(dim) as two plain reductions (and NaN's index, as eager).
-    "func.func(accel-split-argmax)",
-    # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
-    "func.func(tm-tensor-bufferize)",
-    # ...which leaves shared `to_buffer`s One-Shot mishandles.
-    "func.func(accel-prepare-one-shot)",
-    # Tensors -> memrefs across calls too; identity layouts keep every buffer row-major,
-    # which is what the kernels' bare pointers assume. No deallocation pipeline: device
-    # buffers are the runtime's (program.py frees temporaries after each call).
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion="
-    "identity-layout-map unknown-type-conversion=identity-layout-map}",
-    # tm_tensor ops on memrefs -> loops.
-    "func.func(tm-tensor-to-loops)",
-]
+#: The cpu target's bufferization (identity layouts: the kernels take bare pointers), and
+#: no deallocation pipeline after it: device buffers are the runtime's (program.py frees
+#: temporaries after each call).
+BUFFERIZE: list[str] = list(ONE_SHOT)
 
 
 #: Where `to_gpu` leaves plain loops for kernels (`compile.emulate_on_host` stops here).
