@@ -16,18 +16,21 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: Public name -> (module, attribute), imported on first use.
-_LAZY = {name: (module, attr) for module, pairs in (
-    ("accel.api", ("compile", "load", "load_codegen_dir")),
-    ("accel.compiled_module", ("CompiledModule",)),
-    ("accel.frontend", ("import_torch",)),
-    ("accel.targets.cpu.compile", ("compile_mlir",)),
-    ("accel.targets.cpu.jit", ("CompiledMLIR",)),
-    ("accel.context", ("make_context",)),
-    ("accel.jit_function", ("jit",)),
-    ("accel.runtime.symbols", ("RuntimeAssertionError",)),
-    ("accel.targets.cpu.parallel", ("set_num_threads", ("get_num_threads", "num_threads"))),
-) for entry in pairs for name, attr in [entry if isinstance(entry, tuple) else (entry, entry)]}
+#: Module -> the public names it provides, imported on first use.
+_PROVIDERS = {
+    "accel.api": ("compile", "load", "load_codegen_dir"),
+    "accel.compiled_module": ("CompiledModule",),
+    "accel.frontend": ("import_torch",),
+    "accel.targets.cpu.compile": ("compile_mlir",),
+    "accel.targets.cpu.jit": ("CompiledMLIR",),
+    "accel.context": ("make_context",),
+    "accel.jit_function": ("jit",),
+    "accel.runtime.symbols": ("RuntimeAssertionError",),
+    "accel.targets.cpu.parallel": ("set_num_threads",),
+}
+#: Public name -> (module, attribute).
+_LAZY = {name: (module, name) for module, names in _PROVIDERS.items() for name in names}
+_LAZY["get_num_threads"] = ("accel.targets.cpu.parallel", "num_threads")
 
 
 def __getattr__(name: str) -> Any:
