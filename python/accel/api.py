@@ -80,12 +80,18 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
         result.set_module_text(program.module_text)
     else:
         text = program.module.operation.get_asm(enable_debug_info=True)
-        compiled = target.compile(text, {**opts, "filename": f"<{model_name(model)}>"},
+        # out_onnx is written below from the torch model, not by the target from MLIR.
+        compiled = target.compile(text, {**opts, "filename": f"<{model_name(model)}>",
+                                         **({"out_onnx": None} if "out_onnx" in opts else {})},
                                   weights=program.weights)
         if front is not None:
             front.store(program, text)
         result = CompiledModule(model, compiled, program.module, func_name, opts,
                                 tuple(program.mutations))
+    if opts.get("out_onnx"):  # after a front-cache hit too: the file is asked for each time
+        from accel.frontend.onnx_export import export_onnx
+
+        export_onnx(model, inputs, opts["out_onnx"], dynamic_shapes)
     if opts["aot"]:
         if program.mutations:
             raise NotImplementedError(f"aot: {model_name(model)} updates buffers or inputs in "

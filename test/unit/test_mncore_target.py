@@ -13,7 +13,7 @@ import torch
 from accel.diagnostics import AccelError
 from accel.options import OptionError
 from accel.targets.mncore import option_json
-from samples import mlp_class  # noqa: E402
+from samples import ADD, mlp_class  # noqa: E402
 
 torch.manual_seed(0)
 
@@ -152,9 +152,31 @@ def test_codegen_dir_contents_reproduction_and_reload(tmp_path) -> None:
     np.testing.assert_array_equal(run(loaded), run(fn))
 
 
-def test_out_onnx_is_a_clean_error(tmp_path) -> None:
-    with pytest.raises(AccelError, match=r"out_onnx.*needs the 'onnx' package"):
-        compile_mlp(out_onnx=str(tmp_path / "g.onnx"))
+def test_out_onnx_writes_the_model_as_checked_onnx(tmp_path) -> None:
+    """The file is a real ONNX model of what was compiled: it passes onnx's checker, has
+    the MLP's Gemms, and its input has the example input's shape."""
+    onnx = pytest.importorskip("onnx")
+    path = tmp_path / "sub" / "g.onnx"
+    fn = compile_mlp(out_onnx=str(path))
+    np.testing.assert_allclose(run(fn), REF, rtol=1e-4, atol=1e-5)
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model)
+    assert [n.op_type for n in model.graph.node].count("Gemm") == 2
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == list(X.shape)
+
+
+def test_out_onnx_from_mlir_input_is_a_clean_error(tmp_path) -> None:
+    with pytest.raises(AccelError, match=r"out_onnx.*written from a torch model"):
+        accel.compile_mlir(ADD, {"target": "mncore", "out_onnx": str(tmp_path / "g.onnx")})
+    assert not (tmp_path / "g.onnx").exists()
+
+
+def test_out_onnx_into_an_unwritable_place_names_it(tmp_path) -> None:
+    pytest.importorskip("onnxscript")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(AccelError, match=r"out_onnx.*cannot create"):
+        compile_mlp(out_onnx=str(tmp_path / "file" / "g.onnx"))
 
 
 # -- layout_spec ------------------------------------------------------------------------------

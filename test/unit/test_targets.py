@@ -29,6 +29,16 @@ def test_registry_names_and_unknown_target() -> None:
         targets.get("x")
 
 
+@pytest.mark.parametrize("name", ["mncore", "rdu"])
+def test_compile_mlir_hands_another_target_its_input(name: str) -> None:
+    """compile_mlir(text, {"target": t}) is that target's compile (it used to run the CPU
+    pipelines with t's options and fail with a KeyError)."""
+    from samples import ADD
+
+    executable = accel.compile_mlir(ADD, {"target": name, "cache": False})
+    assert type(executable).__module__.startswith(f"accel.targets.{name}")
+
+
 def test_cpu_presets_are_data() -> None:
     cpu = targets.get("cpu")
     assert cpu.presets() == {"o0": {"opt_level": 0}, "o1": {"opt_level": 1},

@@ -71,6 +71,8 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
                  weights: Mapping[str, np.ndarray] | None = None) -> CompiledMLIR:
     """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
 
+    With `options["target"]` another target, that target compiles it (its executable).
+
     `weights` binds external `memref.global` declarations (no initial value) by name to
     C-contiguous arrays of their size, which the code then reads in place (accel.weights).
     Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
@@ -80,6 +82,10 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     from accel.pipeline import run_pipeline
 
     opts = resolve_options(options)
+    if opts["target"] != "cpu":  # another target's executable, from the same entry point
+        from accel import targets
+
+        return targets.get(opts["target"]).compile(source, opts, weights=weights)
     filename = opts["filename"]
     text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
     key = cache.cache_key(text, code_options(opts)) if opts["cache"] else None

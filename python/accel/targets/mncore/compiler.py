@@ -76,6 +76,11 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
     from accel.targets.mncore.executable import MncoreExecutable
 
     filename = opts.get("filename", "<input>")
+    if opts.get("out_onnx"):
+        # accel.compile writes the ONNX file from the torch model (frontend/onnx_export.py)
+        # and passes out_onnx=None here; MLIR text has no ONNX exporter.
+        raise AccelError(f"option 'out_onnx' ({opts['out_onnx']}): ONNX is written from a "
+                         "torch model (accel.compile, accel-compile); MLIR input has none")
     log = _Phases()
     float_dtype = opts.get("float_dtype")
     with parsed(text, filename, None) as (module, _):
@@ -136,8 +141,6 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
         with log.phase("emit"):
             _write_codegen_dir(Path(opts["codegen_dir"]), executable, func_name, g, plan,
                                sched, log, opts, text)
-    if opts.get("out_onnx"):
-        _write_onnx(opts["out_onnx"])
     return executable
 
 
@@ -240,13 +243,3 @@ def _write_codegen_dir(folder: Path, executable: Any, func_name: str, g: Any, pl
             k: v for k, v in opts.items() if k not in ("filename",)}, model_mlir=text)
     except OSError as err:
         raise AccelError(f"option 'codegen_dir': cannot write {folder}: {err}") from None
-
-
-def _write_onnx(path: str) -> None:
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        raise AccelError(f"option 'out_onnx' ({path}): writing ONNX needs the 'onnx' package, "
-                         "which is not installed (pip install onnx)") from None
-    raise AccelError(f"option 'out_onnx' ({path}): ONNX export of the layer graph is not "
-                     "implemented yet")
