@@ -12,13 +12,15 @@ inputs that need none). Each of the two is compiled by `compile_part` with `acce
 so `loss.backward()` runs accel-compiled code.
 
 `compile_part` compiles only what has to be computed: outputs that are graph inputs passed
-through (AOTAutograd saves parameters and inputs for backward), constants, `None`s and
-repeated outputs are filled in around the compiled call, not compiled. A graph runs eagerly
-(its FX code, as AOTAutograd traced it; one warning per reason) when it has symbolic
-shapes, random ops (dropout in training mode: accel's code cannot follow eager's RNG
-stream), or accel cannot compile it. The two graphs are decided separately: the backward of
-a forward with dropout takes the dropout mask as an input and is compiled.
-The callbacks `selected(name)` and `report(record)` (`accel.dynamo`) decide which graphs
+through (AOTAutograd saves parameters and inputs for backward), constants, `None`s,
+repeated outputs and view ops at the end of an output's chain (a transposed weight, a
+detached activation) are filled in around the compiled call by torch, not compiled.
+
+A graph runs eagerly (its FX code, as AOTAutograd traced it; one warning per reason) when
+it has symbolic shapes, random ops (dropout in training mode: accel's code cannot follow
+eager's RNG stream), or accel cannot compile it. The two graphs are decided separately: the
+backward of a forward with dropout takes the dropout mask as an input and is compiled. The
+callbacks `selected(name)` and `report(record)` (`accel.dynamo`) decide which graphs
 accel compiles and count what happened.
 """
 
@@ -32,10 +34,6 @@ import torch
 
 from accel.api import compile as accel_compile
 from accel.diagnostics import AccelError
-
-#: ATen ops that view or alias their input: an output computed by them alone is the same
-#: value as their input's, so repeated outputs are recognised through them.
-_ALIASES = ("aten.detach", "aten.alias")
 
 
 @dataclass
@@ -78,34 +76,54 @@ def _random_op(gm: torch.fx.GraphModule) -> str | None:
     return None
 
 
-def _source(node: Any) -> Any:
-    """`node` with detach/alias calls looked through."""
+def _has_node(values: Any) -> bool:
+    return any(isinstance(v, torch.fx.Node)
+               for v in torch.utils._pytree.tree_leaves(values))
+
+
+def _view_chain(node: Any) -> tuple[Any, list[torch.fx.Node]]:
+    """`node` as (base, views): the first node that is no view op, and the view ops (t,
+    view, expand, detach, ...; constant arguments only) that make `node` from it, base
+    first. Those run in torch on the base's value: the same zero-copy views and strides as
+    eager, and no copies compiled (a transposed weight saved for backward is not copied)."""
+    views: list[torch.fx.Node] = []
     while isinstance(node, torch.fx.Node) and node.op == "call_function" and \
-            str(getattr(node.target, "_overloadpacket", "")) in _ALIASES:
+            getattr(node.target, "is_view", False) and node.args and \
+            not _has_node((node.args[1:], node.kwargs)):
+        views.append(node)
         node = node.args[0]
-    return node
+    return node, views[::-1]
 
 
-def _plan(gm: torch.fx.GraphModule) -> tuple[list[tuple[str, Any]], list[torch.fx.Node]]:
-    """How each flat output is made: ("compiled", k) for the k-th compiled output,
-    ("input", i) for placeholder i passed through, ("value", v) for a constant or None;
-    and the distinct nodes to compile."""
+Step = tuple[str, Any, list[torch.fx.Node]]
+
+
+def _plan(gm: torch.fx.GraphModule) -> tuple[list[Step], list[torch.fx.Node]]:
+    """How each flat output is made: (how, what, views) with how "compiled" (what: the
+    index of a compiled output), "input" (what: a placeholder's index) or "value" (a
+    constant or None), then `views` applied in torch; and the distinct nodes to compile."""
     placeholders = {n: i for i, n in enumerate(gm.graph.find_nodes(op="placeholder"))}
     outputs = gm.graph.output_node().args[0]
     flat = list(outputs) if isinstance(outputs, tuple | list) else [outputs]
-    plan: list[tuple[str, Any]] = []
+    plan: list[Step] = []
     computed: dict[torch.fx.Node, int] = {}
     for out in flat:
-        node = _source(out)
+        node, views = _view_chain(out)
         if not isinstance(node, torch.fx.Node):
-            plan.append(("value", out))
+            plan.append(("value", out, []))
         elif node in placeholders:
-            plan.append(("input", placeholders[node]))
+            plan.append(("input", placeholders[node], views))
         else:
             if node not in computed:
                 computed[node] = len(computed)
-            plan.append(("compiled", computed[node]))
+            plan.append(("compiled", computed[node], views))
     return plan, list(computed)
+
+
+def _replay(value: Any, views: list[torch.fx.Node]) -> Any:
+    for node in views:
+        value = node.target(value, *node.args[1:], **node.kwargs)
+    return value
 
 
 def _pruned(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> torch.fx.GraphModule:
@@ -171,8 +189,8 @@ def compile_part(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, nam
             results = compiled(*args)
             if len(nodes) == 1:
                 results = (results,)
-        out = [results[v] if how == "compiled" else args[v] if how == "input" else v
-               for how, v in plan]
+        out = [_replay(results[v] if how == "compiled" else args[v] if how == "input" else v,
+                       views) for how, v, views in plan]
         args.clear()  # the boxed convention: the inputs can be freed now
         return out
 
