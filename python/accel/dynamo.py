@@ -4,23 +4,42 @@
     fast = torch.compile(model.eval(), backend="accel", options={"opt_level": 2})
     with torch.no_grad():
         y = fast(x)
+    loss = loss_fn(torch.compile(model.train(), backend="accel")(x))
+    loss.backward()                          # runs accel-compiled backward code
 
-Dynamo hands `accel_backend` each captured FX graph with example inputs; the graph is
-compiled with `accel.api.compile` at those inputs' shapes and dtypes (dynamo re-captures and
-recompiles when a guard such as a shape fails). `options` are `accel.api.OPTIONS`.
+Dynamo hands `accel_backend` each captured FX graph with example inputs; dynamo re-captures
+and recompiles when a guard such as a shape or the grad mode fails. `options` are
+`accel.api.OPTIONS`, plus the `torch_compile`-scoped `select_graphs` and `filter_graphs`.
 
-The graph runs eagerly instead (the usual `torch.compile` backend behaviour), with one
-`UserWarning` per distinct reason, when accel cannot compile it (`AccelError`), when it takes
-non-tensor or symbolic-shape inputs (`dynamic=True`), when it mutates its inputs in place,
-or when autograd is asked for (grad mode on and an input requires grad: compiled code is
-inference only). With `options={"strict_target": True}` an `AccelError` is raised instead
-for a compile failure or an input mutation (dynamo wraps it in `BackendCompilerFailed`).
+- Inference (grad mode off, or no input requires grad): the graph is compiled with
+  `accel.api.compile` at the example inputs' shapes and dtypes.
+- Training (grad mode on and an input, e.g. a parameter, requires grad): AOTAutograd splits
+  the joint graph into a forward and a backward graph and accel compiles both
+  (`accel.dynamo_graphs`); in-place buffer updates (BatchNorm's running statistics) are
+  applied as eager PyTorch does.
 
-`stats` counts the graphs the backend compiled (`"compiled"`) and the graphs it handed back
-to run eagerly (`"eager"`) in this process, so a caller can check that accel ran. Dynamo can
-also leave code out of every graph before the backend sees it: it graph-breaks on
-`nn.LSTM`/`nn.GRU`/`nn.RNN` unless `torch._dynamo.config.allow_rnn = True`, and such code runs
-eagerly with no warning and no count here.
+Graph names: the backend numbers the graphs it receives from one `torch.compile` call in
+capture order from 0 (recompilations included; `torch._dynamo.reset()` starts again at 0):
+`graph_N` is the N-th, and a training graph's parts are `graph_N_forward` and
+`graph_N_backward`. `select_graphs` (compile only these) and `filter_graphs` (compile all
+but these) take indices N or names; N or `graph_N` stands for all parts of graph N. The
+numbering is per `options` dict: two `torch.compile` calls given the same dict object share it.
+
+A graph runs eagerly (the usual `torch.compile` backend behaviour), with one `UserWarning`
+per distinct reason, when accel cannot compile it (`AccelError`), when it takes non-tensor
+or symbolic-shape inputs (`dynamic=True`), when an inference graph mutates its inputs in
+place, or when a training graph draws random numbers (dropout in training mode: compiled
+code cannot reproduce eager PyTorch's random stream); and, without a warning, when
+`select_graphs`/`filter_graphs` leave it out. With `options={"strict_target": True}` an
+`AccelError` is raised instead for a compile failure or an input mutation (dynamo wraps it
+in `BackendCompilerFailed`).
+
+`stats` counts, in this process, the graphs accel compiled (`"compiled"`, and by kind:
+`"inference"`, `"forward"`, `"backward"`) and those it handed back to run eagerly
+(`"eager"`). `graphs` lists one `GraphRecord` per graph (name, kind, compiled, reason,
+calls: how often its compiled code ran). Dynamo can also leave code out of every graph
+before the backend sees it: it graph-breaks on `nn.LSTM`/`nn.GRU`/`nn.RNN` unless
+`torch._dynamo.config.allow_rnn = True`, and such code runs eagerly with no count here.
 
 Importing this module registers the backend under "accel" with
 `torch._dynamo.register_backend`; the package's `torch_dynamo_backends` entry point lets
@@ -30,7 +49,7 @@ torch find it without the import.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -39,14 +58,24 @@ from torch._dynamo.backends import registry as _registry
 from accel.api import compile as accel_compile
 from accel.api import resolve_options
 from accel.diagnostics import AccelError
+from accel.dynamo_graphs import NOT_SELECTED, GraphRecord, compile_training, concrete
+from accel.options import GRAPH_NAME, split_torch_compile
+
+__all__ = ["BACKEND_NAME", "GraphRecord", "accel_backend", "graphs", "register", "reset",
+           "stats"]
 
 BACKEND_NAME = "accel"
 
-#: Graphs compiled by accel / run eagerly by the backend, in this process (see the docstring).
-stats: dict[str, int] = {"compiled": 0, "eager": 0}
+#: Graphs compiled by accel (in all and by kind) / run eagerly, in this process.
+stats: dict[str, int] = {"compiled": 0, "eager": 0, "inference": 0, "forward": 0,
+                         "backward": 0}
+#: One record per graph the backend received, in order (see the docstring).
+graphs: list[GraphRecord] = []
 
 #: Fallback reasons already warned about (one warning per distinct reason per process).
 _WARNED: set[str] = set()
+#: id(options dict) -> [the dict (kept alive so the id stays unique), next graph index].
+_NUMBERING: dict[int, list[Any]] = {}
 
 
 def _warn_once(message: str) -> None:
@@ -55,21 +84,56 @@ def _warn_once(message: str) -> None:
         warnings.warn(message, UserWarning, stacklevel=3)
 
 
-def _concrete(value: Any) -> torch.Tensor | None:
-    """A real tensor with `value`'s shape/dtype (fake tensors materialised), else None."""
-    if not isinstance(value, torch.Tensor):
-        return None
-    if not all(isinstance(d, int) for d in value.shape):
-        return None  # symbolic shape (dynamic=True)
-    if isinstance(value, torch._subclasses.FakeTensor):
-        return torch.zeros(tuple(value.shape), dtype=value.dtype)
-    return value
-
-
-def _fallback(gm: torch.fx.GraphModule, reason: str) -> Callable[..., Any]:
+def _report(record: GraphRecord) -> None:
+    graphs.append(record)
+    if record.compiled:
+        stats["compiled"] += 1
+        stats[record.kind] += 1
+        return
     stats["eager"] += 1
-    _warn_once(f"accel backend: running graph eagerly: {reason}")
+    if record.reason != NOT_SELECTED:
+        _warn_once(f"accel backend: running graph eagerly: {record.reason}")
+
+
+def reset() -> None:
+    """Start the graph numbering of every `torch.compile` call again at 0 (called by
+    `torch._dynamo.reset()`, which makes dynamo capture every graph again)."""
+    _NUMBERING.clear()
+
+
+def _next_index(options: Any) -> int:
+    entry = _NUMBERING.setdefault(id(options), [options, 0])
+    entry[1] += 1
+    return entry[1] - 1
+
+
+def _selector(torch_options: Mapping[str, Any]) -> Callable[[str], bool]:
+    """name -> whether accel compiles that graph (select_graphs, filter_graphs)."""
+    def names(entries: Any) -> set[str] | None:
+        return None if entries is None else \
+            {f"graph_{e}" if isinstance(e, int) else e for e in entries}
+
+    select = names(torch_options["select_graphs"])
+    skip = names(torch_options["filter_graphs"]) or set()
+
+    def selected(name: str) -> bool:
+        match = GRAPH_NAME.fullmatch(name)
+        forms = {name, f"graph_{match.group(1)}"} if match else {name}
+        return (select is None or bool(forms & select)) and not forms & skip
+
+    return selected
+
+
+def _fallback(gm: torch.fx.GraphModule, name: str, reason: str) -> Callable[..., Any]:
+    _report(GraphRecord(name, "inference", False, reason))
     return gm.forward
+
+
+def _needs_grad(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    if not torch.is_grad_enabled():
+        return False
+    return any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs) or \
+        any(p.requires_grad for p in gm.parameters())
 
 
 def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
@@ -81,24 +145,30 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
     raise). `mode` (`torch.compile(mode=...)`) is accepted and ignored.
     """
     del mode
-    opts = resolve_options(options)
+    accel_options, torch_options = split_torch_compile(options)
+    opts = resolve_options(accel_options)
+    name = f"graph_{_next_index(options)}"
+    selected = _selector(torch_options)
+    if _needs_grad(gm, example_inputs):
+        return compile_training(gm, example_inputs, name=name, options=accel_options,
+                                strict=opts["strict_target"], selected=selected,
+                                report=_report)
+    if not selected(name):
+        return _fallback(gm, name, NOT_SELECTED)
     out_node = gm.graph.output_node()
     flat_out, out_spec = torch.utils._pytree.tree_flatten(out_node.args[0])
     if not flat_out or not all(isinstance(n, torch.fx.Node) for n in flat_out):
-        return _fallback(gm, "the graph returns no tensors or returns constants")
-    inputs = [_concrete(x) for x in example_inputs]
+        return _fallback(gm, name, "the graph returns no tensors or returns constants")
+    inputs = [concrete(x) for x in example_inputs]
     if any(x is None for x in inputs):
-        return _fallback(gm, "the graph takes non-tensor or symbolic-shape inputs "
-                             "(use dynamic=False)")
-    if torch.is_grad_enabled() and any(x.requires_grad for x in inputs):
-        return _fallback(gm, "autograd is on and an input requires grad; accel compiles "
-                             "inference graphs (use torch.no_grad())")
+        return _fallback(gm, name, "the graph takes non-tensor or symbolic-shape inputs "
+                                   "(use dynamic=False)")
     try:
-        compiled = accel_compile(gm, tuple(inputs), options=options)
+        compiled = accel_compile(gm, tuple(inputs), options=accel_options)
     except AccelError as err:
         if opts["strict_target"]:
             raise
-        return _fallback(gm, str(err))
+        return _fallback(gm, name, str(err))
     n_out = len(flat_out)
     n_compiled = len(compiled.compiled.functions[compiled.func_name].results)
     if n_compiled != n_out:
@@ -107,9 +177,12 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
                   f"{n_out} graph outputs)")
         if opts["strict_target"]:
             raise AccelError(f"accel backend: {reason}")
-        return _fallback(gm, reason)
+        return _fallback(gm, name, reason)
+    record = GraphRecord(name, "inference", True)
+    _report(record)
 
     def run(*args: Any) -> Any:
+        record.calls += 1
         results = compiled(*args)
         flat = list(results) if isinstance(results, tuple) else [results]
         if len(flat) != n_out:
@@ -118,8 +191,11 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
         return torch.utils._pytree.tree_unflatten(flat, out_spec)
 
     run.compiled = compiled  # type: ignore[attr-defined] - for inspection/tests
-    stats["compiled"] += 1
     return run
+
+
+#: `torch._dynamo.reset()` calls the backend's `reset` (through torch.compile's wrapper).
+accel_backend.reset = reset  # type: ignore[attr-defined]
 
 
 def register() -> None:

@@ -7,8 +7,10 @@ all read and validate through `resolve()`. An option has a type, a default, a do
 key), its command-line spelling, and its allowed values or range.
 
 Scopes: `common` (every target), `call` (how a compiled model is called), `aot` (C
-libraries), or a target's name (`cpu`, `nvgpu`, `rdu`, `mncore`): such an option is an error
-with any other target. Presets (`-o0`/`-o1`/`-o3`, `O0`..`O4`, ...) are named sets of option
+libraries), `torch_compile` (only `torch.compile(backend="accel", options=...)`: which of
+dynamo's graphs accel compiles; `split_torch_compile` takes them out before `resolve`), or a
+target's name (`cpu`, `nvgpu`, `rdu`, `mncore`): such an option is an error with any other
+target. Presets (`-o0`/`-o1`/`-o3`, `O0`..`O4`, ...) are named sets of option
 values that each target keeps as data in its folder (`accel.targets`); `preset` picks one.
 
 Resolution order: defaults < the target's preset < the options given. `resolve` raises
@@ -29,7 +31,7 @@ from accel.diagnostics import AccelError, NotSupportedYet
 VERIFY_RTOL = 1e-4
 VERIFY_ATOL = 1e-5
 
-SCOPES = ("common", "call", "aot", "cpu", "nvgpu", "rdu", "mncore")
+SCOPES = ("common", "call", "aot", "torch_compile", "cpu", "nvgpu", "rdu", "mncore")
 #: Sentinel for `Option.choices`: the allowed values come from the chosen target.
 FROM_TARGET = "from-target"
 
@@ -66,7 +68,8 @@ class Option:
         if self.choices == FROM_TARGET:
             return "one of the target's (accel-compile --help lists them)"
         kind = next((t for t in self.types if t is not _NONE), str)
-        noun = {bool: "a bool", int: "an int", float: "a number", str: "a string"}.get(
+        noun = {bool: "a bool", int: "an int", float: "a number", str: "a string",
+                list: "a list"}.get(
             kind, kind.__name__)
         if self.minimum is not None and self.maximum is not None:
             return f"{none}{noun} from {_show(self.minimum)} to {_show(self.maximum)}"
@@ -89,6 +92,19 @@ def _c_identifier(value: str) -> str | None:
 
 
 _NONE = type(None)
+#: A graph's name in `accel.dynamo`: graph_N, or one of its AOTAutograd parts.
+GRAPH_NAME = re.compile(r"graph_(0|[1-9][0-9]*)(_forward|_backward)?")
+
+
+def _graph_list(value: Any) -> str | None:
+    for entry in value:
+        if isinstance(entry, bool) or not (
+                isinstance(entry, int) and entry >= 0 or
+                isinstance(entry, str) and GRAPH_NAME.fullmatch(entry)):
+            return (f"must list graph indices (ints >= 0) or names (graph_N, graph_N_forward, "
+                    f"graph_N_backward); {entry!r} is neither")
+    return None
+
 
 _TABLE: tuple[Option, ...] = (
     # -- common -------------------------------------------------------------------------------
@@ -118,6 +134,16 @@ _TABLE: tuple[Option, ...] = (
     Option("verify_numerics", (bool,), False, f"Also run the model eagerly on every call and "
            f"raise AccelError unless all outputs match (rtol={VERIFY_RTOL}, "
            f"atol={VERIFY_ATOL})."),
+    # -- torch_compile ------------------------------------------------------------------------
+    Option("select_graphs", (list, tuple, _NONE), None, "torch.compile: compile only these "
+           "of dynamo's graphs, as indices in capture order from 0 or names (graph_N, "
+           "graph_N_forward, graph_N_backward); the others run eagerly; None: all "
+           "(PolyBlocks' torch_polyblocks_select_graphs).", scope="torch_compile",
+           check=_graph_list),
+    Option("filter_graphs", (list, tuple, _NONE), None, "torch.compile: run these of "
+           "dynamo's graphs eagerly (indices or names, as select_graphs) and compile the "
+           "rest (PolyBlocks' torch_polyblocks_filter_graphs).", scope="torch_compile",
+           check=_graph_list),
     # -- call ---------------------------------------------------------------------------------
     Option("num_threads", (int, _NONE), None, "Threads for the parallel loops of compiled "
            "code, set before each call; None: the process setting (accel.set_num_threads, "
@@ -293,6 +319,9 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
     for key in given:
         if not isinstance(key, str) or key not in OPTIONS:
             raise OptionError(f"unknown option {key!r}; valid options: {', '.join(OPTIONS)}")
+        if OPTIONS[key].scope == "torch_compile":
+            raise OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
+                              "only")
     name = check_value(OPTIONS["target"], given.get("target", "cpu"), targets.names())
     target = targets.get(name)
     applicable = {o.name: o for o in for_target(name)}
@@ -317,6 +346,19 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
         check_value(applicable[key], value, choices.get(key))
     merged.update(extra or {})
     return merged
+
+
+def split_torch_compile(options: Any) -> tuple[Any, dict[str, Any]]:
+    """`options` without the `torch_compile`-scoped ones, and those (every one, defaults
+    included) validated. Anything but a dict is left for `resolve` to reject."""
+    tc = {o.name: o.default for o in _TABLE if o.scope == "torch_compile"}
+    if not isinstance(options, Mapping):
+        return options, tc
+    rest = {k: v for k, v in options.items() if k not in tc}
+    for key in tc:
+        if key in options:
+            tc[key] = check_value(OPTIONS[key], options[key])
+    return rest, tc
 
 
 def code_options(resolved: Mapping[str, Any]) -> dict[str, Any]:
