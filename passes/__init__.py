@@ -10,7 +10,9 @@ from __future__ import annotations
 from accel.passes import (  # noqa: E402,F401,I001
     affine_fusion,
     assert_to_error_return,
+    check_allocations,
     emit_c_interface,
+    guard_division,
     loop_interchange,
     matmul_microkernel,
     mncore_plan_layouts,

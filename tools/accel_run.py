@@ -199,10 +199,14 @@ def run_tool(argv: list[str]) -> int:
         raise AccelError(f"no public function @{args.entry} in {filename} (available: {names})")
     call_args = [_adapt(value, spec) for value, spec in zip(inputs, sig.args, strict=False)]
     call_args += inputs[len(call_args):]
+    from accel.runtime.symbols import RuntimeAssertionError
+
     try:
         results = compiled.invoke(args.entry, *call_args)
     except (TypeError, ValueError) as err:  # wrong count, dtype or shape of an --input
         raise AccelError(str(err)) from None
+    except (RuntimeAssertionError, MemoryError) as err:  # a runtime check of the code failed
+        raise AccelError(str(err), file=filename) from None
     if results is None:
         return 0
     results = results if isinstance(results, tuple) else (results,)

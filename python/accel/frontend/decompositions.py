@@ -90,6 +90,25 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = Non
     return decomposition
 
 
+def _int_floor_div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
+    """Integer floor division as truncating division plus a correction: torch-mlir divides
+    integers in float64 for `//` (wrong beyond 2^53, and 0 for a zero divisor where eager
+    raises). The truncating division is `arith.divsi`, which `accel-guard-division` makes
+    raise on a zero divisor and wrap at INT_MIN // -1, as eager does."""
+    import torch
+
+    if rounding_mode != "floor":
+        return NotImplemented
+    dtype = torch.result_type(a, b)
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return NotImplemented
+    q = torch.ops.aten.div.Tensor_mode(a, b, rounding_mode="trunc")
+    r = a - q * b
+    negative_b = b < 0
+    fix = (r != 0) & ((r < 0) != negative_b)
+    return q - fix.to(q.dtype)
+
+
 def _clamp_uint8(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
     """clamp of a uint8 tensor by tensor bounds as min(max(x, lo), hi): torch-mlir's
     aten.clamp.Tensor compares ui8 values as signed (clamp(200, 100, 110) gives 100)."""
@@ -288,7 +307,8 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.bmm.default] = _in_int32(aten.bmm.default)
     fixes[aten.max.default] = _in_int32(aten.max.default)
     fixes[aten.min.default] = _in_int32(aten.min.default)
-    fixes[aten.div.Tensor_mode] = _in_int32(aten.div.Tensor_mode, rounding="floor")
+    fixes[aten.div.Tensor_mode] = _first(_in_int32(aten.div.Tensor_mode, rounding="floor"),
+                                         _int_floor_div)
     fixes[aten.remainder.Scalar] = _in_int32(aten.remainder.Scalar)
     fixes[aten.clamp.Tensor] = _clamp_uint8
     # complex ops torch-mlir lowers to ops that take no complex operands, or not at all.
