@@ -58,7 +58,8 @@ def _gelu_tanh(x: Any, approximate: str = "none") -> Any:
 
 
 # -- 8-bit integers ------------------------------------------------------------------------
-def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = None) -> Any:
+def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | tuple[str, ...] | None = None,
+              cast_back: bool = True, only: tuple[str, ...] = ("int8", "uint8")) -> Any:
     """A decomposition computing `op` on int8/uint8 tensors in int32, then cast back.
 
     torch-mlir's convert-torch-to-linalg crashes (SIGSEGV) or fails ("for conversion to byte
@@ -69,14 +70,27 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = Non
     (sums and products, matmuls included; floor division overflows only at -128 // -1, where
     both give -128). Other dtypes are left alone (`NotImplemented`), and so are calls whose
     second operand is a tensor when `scalar_other` is set, or whose rounding mode is not
-    `rounding` when that is given.
+    (one of) `rounding` when that is given.
+
+    uint8 operands also go through int32 where torch-mlir treats the signless i8 it lowers
+    uint8 to as signed (division, remainder, fmod, sort: 200 // 7 gave 248); `only` limits a
+    fix to one of the two types, `cast_back=False` keeps a float result (true division), and
+    a tuple result (sort's values and indices) has only its int32 members cast back.
     """
     import torch
 
-    narrow = (torch.int8, torch.uint8)
+    narrow = tuple(getattr(torch, name) for name in only)
+    modes = (rounding,) if isinstance(rounding, str) else rounding
+
+    def back(result: Any, dtype: Any) -> Any:
+        if not cast_back:
+            return result
+        if isinstance(result, tuple | list):
+            return type(result)(back(r, dtype) if r.dtype == torch.int32 else r for r in result)
+        return result.to(dtype)
 
     def decomposition(*args: Any, **kwargs: Any) -> Any:
-        if rounding is not None and kwargs.get("rounding_mode") != rounding:
+        if modes is not None and kwargs.get("rounding_mode") not in modes:
             return NotImplemented
         if scalar_other and isinstance(args[1], torch.Tensor):
             return NotImplemented
@@ -85,7 +99,7 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = Non
         if dtype not in narrow or any(t.dtype not in (dtype, torch.bool) for t in tensors):
             return NotImplemented
         wide = [a.to(torch.int32) if isinstance(a, torch.Tensor) else a for a in args]
-        return op(*wide, **kwargs).to(dtype)
+        return back(op(*wide, **kwargs), dtype)
 
     return decomposition
 
@@ -107,6 +121,26 @@ def _int_floor_div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
     negative_b = b < 0
     fix = (r != 0) & ((r < 0) != negative_b)
     return q - fix.to(q.dtype)
+
+
+def _uint8_abs(x: Any) -> Any:
+    """|x| of uint8 is x (torch-mlir takes the i8 bits as signed: abs(200) gave 56)."""
+    import torch
+
+    if x.dtype != torch.uint8:
+        return NotImplemented
+    return torch.ops.aten.clone.default(x)
+
+
+def _float_to_uint8(x: Any, dtype: Any) -> Any:
+    """float -> uint8 through int32 (torch-mlir's fptosi to i8 saturated at 127), wrapping
+    modulo 256 from there as eager does on x86."""
+    import torch
+
+    if dtype != torch.uint8 or not x.is_floating_point():
+        return NotImplemented
+    convert = torch.ops.prims.convert_element_type.default
+    return convert(convert(x, torch.int32), torch.uint8)
 
 
 def _clamp_uint8(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
@@ -308,13 +342,22 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.max.default] = _in_int32(aten.max.default)
     fixes[aten.min.default] = _in_int32(aten.min.default)
     fixes[aten.div.Tensor_mode] = _first(_in_int32(aten.div.Tensor_mode, rounding="floor"),
+                                         _in_int32(aten.div.Tensor_mode, rounding="trunc",
+                                                   only=("uint8",)),
                                          _int_floor_div)
     fixes[aten.remainder.Scalar] = _in_int32(aten.remainder.Scalar)
+    # uint8 ops torch-mlir computes as signed i8 (wrong results, not crashes).
+    fixes[aten.remainder.Tensor] = _in_int32(aten.remainder.Tensor, only=("uint8",))
+    fixes[aten.fmod.Tensor] = _in_int32(aten.fmod.Tensor, only=("uint8",))
+    fixes[aten.sort.default] = _in_int32(aten.sort.default, only=("uint8",))
+    fixes[aten.topk.default] = _in_int32(aten.topk.default, only=("uint8",))
+    fixes[torch.ops.prims.convert_element_type.default] = _float_to_uint8
     fixes[aten.clamp.Tensor] = _clamp_uint8
     # complex ops torch-mlir lowers to ops that take no complex operands, or not at all.
     fixes[aten.add.Tensor] = _complex_add(1)
-    fixes[aten.div.Tensor] = _complex_div
-    fixes[aten.abs.default] = _complex_abs
+    fixes[aten.div.Tensor] = _first(_in_int32(aten.div.Tensor, only=("uint8",),
+                                              cast_back=False), _complex_div)
+    fixes[aten.abs.default] = _first(_uint8_abs, _complex_abs)
     fixes[aten.exp.default] = _complex_exp
     fixes[aten.angle.default] = _complex_angle
     fixes[aten._conj_physical.default] = _complex_conj_physical
