@@ -57,6 +57,83 @@ def _gelu_tanh(x: Any, approximate: str = "none") -> Any:
     return decomposition_table[torch.ops.aten.gelu.default](x, approximate=approximate)
 
 
+# -- NaN-propagating max/min --------------------------------------------------------------
+def _nan_max(a: Any, b: Any) -> Any:
+    """eager's float `maximum`: b where a < b, else a (so -0.0 vs 0.0 gives a), and NaN
+    when either is NaN. torch-mlir's `a > b ? a : b` lost a NaN `a`."""
+    import torch
+
+    return torch.where(b != b, b, torch.where(a < b, b, a))
+
+
+def _nan_min(a: Any, b: Any) -> Any:
+    """eager's float `minimum`: b where a > b, else a; NaN when either is NaN."""
+    import torch
+
+    return torch.where(b != b, b, torch.where(a > b, b, a))
+
+
+def _float_dtype(*values: Any) -> Any:
+    """The floating result dtype of `values` (tensors and scalars, None skipped), or None."""
+    import torch
+
+    present = [v for v in values if v is not None]
+    dtype = present[0].dtype
+    for v in present[1:]:
+        dtype = torch.promote_types(dtype, v.dtype) if isinstance(v, torch.Tensor) else \
+            torch.result_type(torch.empty((), dtype=dtype), v)
+    return dtype if dtype.is_floating_point else None
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    dtype = _float_dtype(a, b)
+    return NotImplemented if dtype is None else _nan_max(a.to(dtype), b.to(dtype))
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    dtype = _float_dtype(a, b)
+    return NotImplemented if dtype is None else _nan_min(a.to(dtype), b.to(dtype))
+
+
+def _nan_clamp(x: Any, lo: Any, hi: Any) -> Any:
+    """clamp of a float tensor as eager: max with `lo`, then min with `hi` (tensors or
+    scalars, None: no bound), NaN wherever x or a bound is NaN (torch-mlir's `x < lo ? lo
+    : x` with an unordered compare gave lo for a NaN x)."""
+    import torch
+
+    dtype = _float_dtype(x, lo, hi)
+    if dtype is None:
+        return NotImplemented
+
+    def bound(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.to(dtype)
+        return torch.ops.aten.scalar_tensor.default(v, dtype=dtype)
+
+    y = x.to(dtype)
+    if lo is not None:
+        y = _nan_max(y, bound(lo))
+    if hi is not None:
+        y = _nan_min(y, bound(hi))
+    return y
+
+
+def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, min, max)
+
+
+def _clamp_min(x: Any, min: Any) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, min, None)
+
+
+def _clamp_max(x: Any, max: Any) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, None, max)
+
+
+def _hardtanh(x: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Any:
+    return _nan_clamp(x, min_val, max_val)
+
+
 # -- 8-bit integers ------------------------------------------------------------------------
 def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | tuple[str, ...] | None = None,
               cast_back: bool = True, only: tuple[str, ...] = ("int8", "uint8")) -> Any:
@@ -352,7 +429,16 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.sort.default] = _in_int32(aten.sort.default, only=("uint8",))
     fixes[aten.topk.default] = _in_int32(aten.topk.default, only=("uint8",))
     fixes[torch.ops.prims.convert_element_type.default] = _float_to_uint8
-    fixes[aten.clamp.Tensor] = _clamp_uint8
+    fixes[aten.clamp.Tensor] = _first(_clamp_uint8, _clamp)
+    # Float max/min/clamp: NaN propagates as in eager.
+    fixes[aten.maximum.default] = _maximum
+    fixes[aten.minimum.default] = _minimum
+    fixes[aten.clamp.default] = _clamp
+    fixes[aten.clamp_min.default] = _clamp_min
+    fixes[aten.clamp_min.Tensor] = _clamp_min
+    fixes[aten.clamp_max.default] = _clamp_max
+    fixes[aten.clamp_max.Tensor] = _clamp_max
+    fixes[aten.hardtanh.default] = _hardtanh
     # complex ops torch-mlir lowers to ops that take no complex operands, or not at all.
     fixes[aten.add.Tensor] = _complex_add(1)
     fixes[aten.div.Tensor] = _first(_in_int32(aten.div.Tensor, only=("uint8",),
