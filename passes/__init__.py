@@ -22,6 +22,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     nvgpu_register_tile_matmul,
     nvgpu_tensor_core_matmul,
     nvgpu_wrap_serial,
+    outline_nonaffine_linalg,
     parallelize_loops,
     prepare_one_shot,
     reduce_reduce_fusion,

@@ -57,6 +57,9 @@ MATMUL_KERNELS = "accel-matmul-microkernel"
 #: Goes before BUFFERIZE's deallocation when affine fusion is on (opt_level >= 1); the
 #: linalg ops are then loops already and LOWER_TO_LLVM's linalg-to-loops finds none.
 AFFINE_FUSION: list[str] = [
+    # Sizes from inside scf loops are no valid affine dims (torch.linalg.det): such linalg
+    # ops go into private functions, where their operands' sizes are symbols.
+    "accel-outline-nonaffine-linalg",
     # linalg on memrefs -> affine loops, which fusion's dependence analysis understands.
     "func.func(convert-linalg-to-affine-loops)",
     # Producer-consumer and sibling fusion of the nests, then scalar replacement.
