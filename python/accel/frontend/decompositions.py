@@ -152,7 +152,8 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | tuple[str,
     uint8 operands also go through int32 where torch-mlir treats the signless i8 it lowers
     uint8 to as signed (division, remainder, fmod, sort: 200 // 7 gave 248); `only` limits a
     fix to one of the two types, `cast_back=False` keeps a float result (true division), and
-    a tuple result (sort's values and indices) has only its int32 members cast back.
+    a tuple result (sort's values and indices) has only its int32 members cast back. Python
+    int operands are first wrapped into the 8-bit type, as eager converts them.
     """
     import torch
 
@@ -175,7 +176,19 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | tuple[str,
         dtype = torch.result_type(args[0], args[1]) if len(args) > 1 else args[0].dtype
         if dtype not in narrow or any(t.dtype not in (dtype, torch.bool) for t in tensors):
             return NotImplemented
-        wide = [a.to(torch.int32) if isinstance(a, torch.Tensor) else a for a in args]
+        bits = torch.iinfo(dtype).bits
+
+        def widen(a: Any) -> Any:
+            if isinstance(a, torch.Tensor):
+                return a.to(torch.int32)
+            if isinstance(a, int) and not isinstance(a, bool):
+                # eager converts an int scalar to the tensor's dtype first (uint8 // -7
+                # divides by 249): wrap it into that range.
+                a %= 1 << bits
+                return a - (1 << bits) if dtype.is_signed and a >= 1 << (bits - 1) else a
+            return a
+
+        wide = [widen(a) for a in args]
         return back(op(*wide, **kwargs), dtype)
 
     return decomposition
@@ -419,8 +432,7 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.max.default] = _in_int32(aten.max.default)
     fixes[aten.min.default] = _in_int32(aten.min.default)
     fixes[aten.div.Tensor_mode] = _first(_in_int32(aten.div.Tensor_mode, rounding="floor"),
-                                         _in_int32(aten.div.Tensor_mode, rounding="trunc",
-                                                   only=("uint8",)),
+                                         _in_int32(aten.div.Tensor_mode, rounding="trunc"),
                                          _int_floor_div)
     fixes[aten.remainder.Scalar] = _in_int32(aten.remainder.Scalar)
     # uint8 ops torch-mlir computes as signed i8 (wrong results, not crashes).
