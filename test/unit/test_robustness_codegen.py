@@ -187,7 +187,8 @@ def test_aot_library_returns_error_codes(tmp_path: Path) -> None:
         so.oneslib_last_error.restype = ctypes.c_char_p
         out = descriptor_type(1)()
         assert so.oneslib(ctypes.c_int64(1 << 50), ctypes.byref(out)) == 3
-        assert so.oneslib_last_error() == b"out of memory: could not allocate 4503599627370496 bytes"
+        want = b"out of memory: could not allocate 4503599627370496 bytes"
+        assert so.oneslib_last_error() == want, so.oneslib_last_error()
         assert so.oneslib(ctypes.c_int64(3), ctypes.byref(out)) == 0 and out.sizes[0] == 3
         print("OK")
     """)
