@@ -289,6 +289,8 @@ class CompiledFunction:
     _slots_type: type | None = field(default=None, repr=False)
     #: The prepared call (`FastPlan`) when the signature allows one.
     fast: FastPlan | None = field(default=None, repr=False)
+    #: What keeps the code alive (the `CompiledMLIR`: engine and bound weights).
+    owner: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         sig = self.signature
