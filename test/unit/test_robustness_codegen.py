@@ -236,6 +236,25 @@ def test_huge_results_raise_memory_error() -> None:
     assert "OK" in out
 
 
+def test_a_function_outlives_its_dropped_module() -> None:
+    """`compile_mlir(src)["f"]` keeps only the function: it must keep the machine code
+    (and bound weights) alive, where calling it used to be a SIGSEGV."""
+    out = _isolated('''
+        import gc, accel, numpy as np
+        src = """
+          func.func @f(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+            %e = tensor.empty() : tensor<4xi32>
+            %r = linalg.div ins(%a, %b : tensor<4xi32>, tensor<4xi32>)
+                outs(%e : tensor<4xi32>) -> tensor<4xi32>
+            return %r : tensor<4xi32>
+          }"""
+        fn = accel.compile_mlir(src, {"cache": False})["f"]
+        gc.collect()
+        print(fn(np.array([8, 9, -9, 1], np.int32), np.array([2, 3, 2, 1], np.int32)).tolist())
+    ''')
+    assert out.strip() == "[4, 3, -4, 1]"
+
+
 # -- 3. NaN ----------------------------------------------------------------------------------
 def _nan_ops(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
     rows = x.reshape(1, -1)
