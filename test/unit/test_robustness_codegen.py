@@ -100,12 +100,18 @@ MLIR_DIVISIONS = "\n".join(f"""
 func.func @{op}(%a: i32, %b: i32) -> i32 {{
   %r = arith.{op} %a, %b : i32
   return %r : i32
-}}""" for op in ("divsi", "divui", "remsi", "remui", "floordivsi", "ceildivsi", "ceildivui"))
+}}""" for op in ("divsi", "divui", "remsi", "remui", "floordivsi", "ceildivsi", "ceildivui")) + """
+func.func @affine(%i: index, %n: index) -> (index, index) {
+  %r = affine.apply affine_map<(d0)[s0] -> (d0 mod s0)>(%i)[%n]
+  %q = index.divs %i, %n
+  return %r, %q : index, index
+}"""
 
 
 def test_mlir_integer_division_by_zero_raises_and_int_min_wraps() -> None:
-    """Every arith division/remainder: zero raises, INT_MIN / -1 gives the wrapped value
-    (divsi, floordivsi, ceildivsi: INT_MIN; remsi: 0), ordinary values are untouched."""
+    """Every arith division/remainder (and a semi-affine `mod`, `index.divs`): zero raises,
+    INT_MIN / -1 gives the wrapped value (divsi, floordivsi, ceildivsi: INT_MIN; remsi: 0),
+    ordinary values are untouched."""
     out = _isolated(f"""
         import accel
         m = accel.compile_mlir({MLIR_DIVISIONS!r}, {{"cache": False}})
@@ -123,6 +129,13 @@ def test_mlir_integer_division_by_zero_raises_and_int_min_wraps() -> None:
                 raise AssertionError(name)
         assert (m.invoke("floordivsi", -7, 2), m.invoke("ceildivsi", -7, 2),
                 m.invoke("remsi", -7, 2), m.invoke("ceildivui", 7, 2)) == (-4, -3, -1, 4)
+        assert m.invoke("affine", 7, 3) == (1, 2)  # semi-affine mod and the index dialect
+        try:
+            m.invoke("affine", 7, 0)
+        except accel.DivisionByZeroError:
+            pass
+        else:
+            raise AssertionError("affine")
         print("OK")
     """)
     assert "OK" in out
