@@ -10,7 +10,9 @@ from __future__ import annotations
 from accel.passes import (  # noqa: E402,F401,I001
     affine_fusion,
     assert_to_error_return,
+    check_allocations,
     emit_c_interface,
+    guard_division,
     loop_interchange,
     matmul_microkernel,
     mncore_plan_layouts,
@@ -20,6 +22,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     nvgpu_register_tile_matmul,
     nvgpu_tensor_core_matmul,
     nvgpu_wrap_serial,
+    outline_nonaffine_linalg,
     parallelize_loops,
     prepare_one_shot,
     reduce_reduce_fusion,

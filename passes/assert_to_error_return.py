@@ -25,6 +25,7 @@ return from the function: the pass fails there rather than leave an `abort()` be
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Location, Operation, dialects, ir
@@ -74,18 +75,40 @@ class _Messages:
         return name
 
 
-def _ensure_fail_declaration(module: Operation) -> None:
+def ensure_declaration(module: Operation, name: str, signature: str) -> None:
+    """Declare `func.func private @name<signature>` in `module` unless it has `@name`."""
     body = module.regions[0].blocks[0]
     for op in body.operations:
         if op.operation.name == "func.func" and \
-                ir.StringAttr(op.operation.attributes["sym_name"]).value == FAIL_FUNCTION:
+                ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
             return
-    parsed = ir.Module.parse(f"func.func private @{FAIL_FUNCTION}(!llvm.ptr)")
+    parsed = ir.Module.parse(f"func.func private @{name}{signature}")
     body.append(parsed.body.operations[0].operation)
 
 
 def _result_types(func: Operation) -> list[ir.Type]:
     return list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)
+
+
+def split_on_failure(func: Operation, last: Operation, ok: ir.Value, loc: Location,
+                     report: Callable[[], None]) -> None:
+    """Continue after `last` (in a new block) when `ok`, else run `report()` (which emits
+    the failure call) and return poison from `func`. `last` must be in a block of `func`'s
+    body; the failure path is marked cold."""
+    block = last.block
+    rest = list(block.operations)
+    index = next(i for i, op in enumerate(rest) if op.operation == last)
+    cont = block.create_after()
+    for op in rest[index + 1:]:
+        cont.append(op.operation)
+    fail = func.regions[0].blocks.append()
+    with loc, InsertionPoint(fail):
+        report()
+        poison = [dialects.ub.PoisonOp(t).result for t in _result_types(func)]
+        dialects.func.ReturnOp(poison)
+    with loc, InsertionPoint(block):
+        # The failure path is cold: let LLVM lay out the common path first.
+        dialects.cf.CondBranchOp(ok, [], [], cont, fail, branch_weights=[2000, 1])
 
 
 @register_pass
@@ -109,28 +132,18 @@ class AssertToErrorReturn(ModulePass):
                 self._rewrite(func, assertion, messages)
                 rewrote = True
         if rewrote:
-            _ensure_fail_declaration(module)
+            ensure_declaration(module, FAIL_FUNCTION, "(!llvm.ptr)")
 
     @staticmethod
     def _rewrite(func: Operation, assertion: Operation, messages: _Messages) -> None:
         loc = assertion.location
         text = _location_prefix(loc) + ir.StringAttr(assertion.attributes["msg"]).value
         symbol = messages.symbol(text)
-        block = assertion.block
-        rest = list(block.operations)
-        index = next(i for i, op in enumerate(rest) if op.operation == assertion)
-        cont = block.create_after()
-        for op in rest[index + 1:]:
-            cont.append(op.operation)
-        fail = func.regions[0].blocks.append()
         ptr = ir.Type.parse("!llvm.ptr")
-        with loc, InsertionPoint(fail):
+
+        def report() -> None:
             address = dialects.llvm.AddressOfOp(ptr, symbol).result
             dialects.func.CallOp([], ir.FlatSymbolRefAttr.get(FAIL_FUNCTION), [address])
-            poison = [dialects.ub.PoisonOp(t).result for t in _result_types(func)]
-            dialects.func.ReturnOp(poison)
-        with loc, InsertionPoint(assertion):
-            # The failure path is cold: let LLVM lay out the common path first.
-            dialects.cf.CondBranchOp(assertion.operands[0], [], [], cont, fail,
-                                     branch_weights=[2000, 1])
+
+        split_on_failure(func, assertion, assertion.operands[0], loc, report)
         assertion.erase()

@@ -10,6 +10,7 @@ check execution with `accel-run %s --entry main --input ... | FileCheck %s`.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from typing import Any
@@ -117,12 +118,35 @@ def _parse_value(token: str, dtype_name: str, spec: str) -> Any:
         if dtype_name.startswith(("f", "bf")):
             if not _FLOAT.fullmatch(token):
                 raise ValueError
-            return float(token)
+            value = float(token)
+            if not re.search("inf|nan", token, re.IGNORECASE) and _overflows(value, dtype_name):
+                raise AccelError(f"--input '{spec}': {token} is out of range for {dtype_name} "
+                                 f"(largest finite value: {_LARGEST[dtype_name]})")
+            return value
         if not _INT.fullmatch(token):
             raise ValueError
         return int(token, 0)
     except ValueError:
         raise AccelError(f"--input '{spec}': '{token}' is not a valid {dtype_name} value") from None
+
+
+#: The largest finite value of each float type, as accel-run prints it.
+_LARGEST = {"f16": "65504.0", "bf16": "3.3895314e+38", "f32": "3.4028235e+38",
+            "f64": "1.7976931348623157e+308"}
+
+
+def _overflows(value: float, dtype_name: str) -> bool:
+    """Whether a finite literal rounds to infinity in `dtype_name` (numpy would only warn,
+    with a line of accel-run's source)."""
+    if dtype_name == "bf16":
+        from accel.runtime.dtypes import python_float_to_bf16_bits
+
+        return math.isinf(value) or python_float_to_bf16_bits(value) & 0x7FFF == 0x7F80
+    narrow = {"f16": np.float16, "f32": np.float32}.get(dtype_name)
+    if narrow is None:
+        return math.isinf(value)
+    with np.errstate(over="ignore"):
+        return bool(np.isinf(narrow(value)))
 
 
 def _load_npy(path: str) -> np.ndarray:
@@ -199,10 +223,14 @@ def run_tool(argv: list[str]) -> int:
         raise AccelError(f"no public function @{args.entry} in {filename} (available: {names})")
     call_args = [_adapt(value, spec) for value, spec in zip(inputs, sig.args, strict=False)]
     call_args += inputs[len(call_args):]
+    from accel.runtime.symbols import RuntimeAssertionError
+
     try:
         results = compiled.invoke(args.entry, *call_args)
     except (TypeError, ValueError) as err:  # wrong count, dtype or shape of an --input
         raise AccelError(str(err)) from None
+    except (RuntimeAssertionError, MemoryError) as err:  # a runtime check of the code failed
+        raise AccelError(str(err), file=filename) from None
     if results is None:
         return 0
     results = results if isinstance(results, tuple) else (results,)

@@ -25,7 +25,7 @@ _PROVIDERS = {
     "accel.targets.cpu.jit": ("CompiledMLIR",),
     "accel.context": ("make_context",),
     "accel.jit_function": ("jit",),
-    "accel.runtime.symbols": ("RuntimeAssertionError",),
+    "accel.runtime.symbols": ("DivisionByZeroError", "RuntimeAssertionError"),
     "accel.targets.cpu.parallel": ("set_num_threads",),
 }
 #: Public name -> (module, attribute).

@@ -57,8 +57,86 @@ def _gelu_tanh(x: Any, approximate: str = "none") -> Any:
     return decomposition_table[torch.ops.aten.gelu.default](x, approximate=approximate)
 
 
+# -- NaN-propagating max/min --------------------------------------------------------------
+def _nan_max(a: Any, b: Any) -> Any:
+    """eager's float `maximum`: b where a < b, else a (so -0.0 vs 0.0 gives a), and NaN
+    when either is NaN. torch-mlir's `a > b ? a : b` lost a NaN `a`."""
+    import torch
+
+    return torch.where(b != b, b, torch.where(a < b, b, a))
+
+
+def _nan_min(a: Any, b: Any) -> Any:
+    """eager's float `minimum`: b where a > b, else a; NaN when either is NaN."""
+    import torch
+
+    return torch.where(b != b, b, torch.where(a > b, b, a))
+
+
+def _float_dtype(*values: Any) -> Any:
+    """The floating result dtype of `values` (tensors and scalars, None skipped), or None."""
+    import torch
+
+    present = [v for v in values if v is not None]
+    dtype = present[0].dtype
+    for v in present[1:]:
+        dtype = torch.promote_types(dtype, v.dtype) if isinstance(v, torch.Tensor) else \
+            torch.result_type(torch.empty((), dtype=dtype), v)
+    return dtype if dtype.is_floating_point else None
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    dtype = _float_dtype(a, b)
+    return NotImplemented if dtype is None else _nan_max(a.to(dtype), b.to(dtype))
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    dtype = _float_dtype(a, b)
+    return NotImplemented if dtype is None else _nan_min(a.to(dtype), b.to(dtype))
+
+
+def _nan_clamp(x: Any, lo: Any, hi: Any) -> Any:
+    """clamp of a float tensor as eager: max with `lo`, then min with `hi` (tensors or
+    scalars, None: no bound), NaN wherever x or a bound is NaN (torch-mlir's `x < lo ? lo
+    : x` with an unordered compare gave lo for a NaN x)."""
+    import torch
+
+    dtype = _float_dtype(x, lo, hi)
+    if dtype is None:
+        return NotImplemented
+
+    def bound(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.to(dtype)
+        return torch.ops.aten.scalar_tensor.default(v, dtype=dtype)
+
+    y = x.to(dtype)
+    if lo is not None:
+        y = _nan_max(y, bound(lo))
+    if hi is not None:
+        y = _nan_min(y, bound(hi))
+    return y
+
+
+def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, min, max)
+
+
+def _clamp_min(x: Any, min: Any) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, min, None)
+
+
+def _clamp_max(x: Any, max: Any) -> Any:  # noqa: A002 - aten's names
+    return _nan_clamp(x, None, max)
+
+
+def _hardtanh(x: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Any:
+    return _nan_clamp(x, min_val, max_val)
+
+
 # -- 8-bit integers ------------------------------------------------------------------------
-def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = None) -> Any:
+def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | tuple[str, ...] | None = None,
+              cast_back: bool = True, only: tuple[str, ...] = ("int8", "uint8")) -> Any:
     """A decomposition computing `op` on int8/uint8 tensors in int32, then cast back.
 
     torch-mlir's convert-torch-to-linalg crashes (SIGSEGV) or fails ("for conversion to byte
@@ -69,14 +147,28 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = Non
     (sums and products, matmuls included; floor division overflows only at -128 // -1, where
     both give -128). Other dtypes are left alone (`NotImplemented`), and so are calls whose
     second operand is a tensor when `scalar_other` is set, or whose rounding mode is not
-    `rounding` when that is given.
+    (one of) `rounding` when that is given.
+
+    uint8 operands also go through int32 where torch-mlir treats the signless i8 it lowers
+    uint8 to as signed (division, remainder, fmod, sort: 200 // 7 gave 248); `only` limits a
+    fix to one of the two types, `cast_back=False` keeps a float result (true division), and
+    a tuple result (sort's values and indices) has only its int32 members cast back. Python
+    int operands are first wrapped into the 8-bit type, as eager converts them.
     """
     import torch
 
-    narrow = (torch.int8, torch.uint8)
+    narrow = tuple(getattr(torch, name) for name in only)
+    modes = (rounding,) if isinstance(rounding, str) else rounding
+
+    def back(result: Any, dtype: Any) -> Any:
+        if not cast_back:
+            return result
+        if isinstance(result, tuple | list):
+            return type(result)(back(r, dtype) if r.dtype == torch.int32 else r for r in result)
+        return result.to(dtype)
 
     def decomposition(*args: Any, **kwargs: Any) -> Any:
-        if rounding is not None and kwargs.get("rounding_mode") != rounding:
+        if modes is not None and kwargs.get("rounding_mode") not in modes:
             return NotImplemented
         if scalar_other and isinstance(args[1], torch.Tensor):
             return NotImplemented
@@ -84,10 +176,61 @@ def _in_int32(op: Any, *, scalar_other: bool = False, rounding: str | None = Non
         dtype = torch.result_type(args[0], args[1]) if len(args) > 1 else args[0].dtype
         if dtype not in narrow or any(t.dtype not in (dtype, torch.bool) for t in tensors):
             return NotImplemented
-        wide = [a.to(torch.int32) if isinstance(a, torch.Tensor) else a for a in args]
-        return op(*wide, **kwargs).to(dtype)
+        bits = torch.iinfo(dtype).bits
+
+        def widen(a: Any) -> Any:
+            if isinstance(a, torch.Tensor):
+                return a.to(torch.int32)
+            if isinstance(a, int) and not isinstance(a, bool):
+                # eager converts an int scalar to the tensor's dtype first (uint8 // -7
+                # divides by 249): wrap it into that range.
+                a %= 1 << bits
+                return a - (1 << bits) if dtype.is_signed and a >= 1 << (bits - 1) else a
+            return a
+
+        wide = [widen(a) for a in args]
+        return back(op(*wide, **kwargs), dtype)
 
     return decomposition
+
+
+def _int_floor_div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
+    """Integer floor division as truncating division plus a correction: torch-mlir divides
+    integers in float64 for `//` (wrong beyond 2^53, and 0 for a zero divisor where eager
+    raises). The truncating division is `arith.divsi`, which `accel-guard-division` makes
+    raise on a zero divisor and wrap at INT_MIN // -1, as eager does."""
+    import torch
+
+    if rounding_mode != "floor":
+        return NotImplemented
+    dtype = torch.result_type(a, b)
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return NotImplemented
+    q = torch.ops.aten.div.Tensor_mode(a, b, rounding_mode="trunc")
+    r = a - q * b
+    negative_b = b < 0
+    fix = (r != 0) & ((r < 0) != negative_b)
+    return q - fix.to(q.dtype)
+
+
+def _uint8_abs(x: Any) -> Any:
+    """|x| of uint8 is x (torch-mlir takes the i8 bits as signed: abs(200) gave 56)."""
+    import torch
+
+    if x.dtype != torch.uint8:
+        return NotImplemented
+    return torch.ops.aten.clone.default(x)
+
+
+def _float_to_uint8(x: Any, dtype: Any) -> Any:
+    """float -> uint8 through int32 (torch-mlir's fptosi to i8 saturated at 127), wrapping
+    modulo 256 from there as eager does on x86."""
+    import torch
+
+    if dtype != torch.uint8 or not x.is_floating_point():
+        return NotImplemented
+    convert = torch.ops.prims.convert_element_type.default
+    return convert(convert(x, torch.int32), torch.uint8)
 
 
 def _clamp_uint8(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's names
@@ -288,13 +431,31 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.bmm.default] = _in_int32(aten.bmm.default)
     fixes[aten.max.default] = _in_int32(aten.max.default)
     fixes[aten.min.default] = _in_int32(aten.min.default)
-    fixes[aten.div.Tensor_mode] = _in_int32(aten.div.Tensor_mode, rounding="floor")
+    fixes[aten.div.Tensor_mode] = _first(_in_int32(aten.div.Tensor_mode, rounding="floor"),
+                                         _in_int32(aten.div.Tensor_mode, rounding="trunc"),
+                                         _int_floor_div)
     fixes[aten.remainder.Scalar] = _in_int32(aten.remainder.Scalar)
-    fixes[aten.clamp.Tensor] = _clamp_uint8
+    # uint8 ops torch-mlir computes as signed i8 (wrong results, not crashes).
+    fixes[aten.remainder.Tensor] = _in_int32(aten.remainder.Tensor, only=("uint8",))
+    fixes[aten.fmod.Tensor] = _in_int32(aten.fmod.Tensor, only=("uint8",))
+    fixes[aten.sort.default] = _in_int32(aten.sort.default, only=("uint8",))
+    fixes[aten.topk.default] = _in_int32(aten.topk.default, only=("uint8",))
+    fixes[torch.ops.prims.convert_element_type.default] = _float_to_uint8
+    fixes[aten.clamp.Tensor] = _first(_clamp_uint8, _clamp)
+    # Float max/min/clamp: NaN propagates as in eager.
+    fixes[aten.maximum.default] = _maximum
+    fixes[aten.minimum.default] = _minimum
+    fixes[aten.clamp.default] = _clamp
+    fixes[aten.clamp_min.default] = _clamp_min
+    fixes[aten.clamp_min.Tensor] = _clamp_min
+    fixes[aten.clamp_max.default] = _clamp_max
+    fixes[aten.clamp_max.Tensor] = _clamp_max
+    fixes[aten.hardtanh.default] = _hardtanh
     # complex ops torch-mlir lowers to ops that take no complex operands, or not at all.
     fixes[aten.add.Tensor] = _complex_add(1)
-    fixes[aten.div.Tensor] = _complex_div
-    fixes[aten.abs.default] = _complex_abs
+    fixes[aten.div.Tensor] = _first(_in_int32(aten.div.Tensor, only=("uint8",),
+                                              cast_back=False), _complex_div)
+    fixes[aten.abs.default] = _first(_uint8_abs, _complex_abs)
     fixes[aten.exp.default] = _complex_exp
     fixes[aten.angle.default] = _complex_angle
     fixes[aten._conj_physical.default] = _complex_conj_physical

@@ -32,6 +32,7 @@ from accel.frontend.program import (
     state_tensors,
 )
 from accel.frontend.provenance import annotate as annotate_provenance
+from accel.frontend.signedness import mark_unsigned, unsigned_positions
 from accel.frontend.weights import externalize, make_hooks
 from accel.ir import Module, torch_importer
 from accel.pipeline import run_pipeline
@@ -154,6 +155,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     if reused is not None:
         return reused
     phases.snapshot("export", imported)
+    with imported.context:
+        unsigned = unsigned_positions(imported, func_name)
     for stage, phase_name, pipeline in (("torch backend IR", "torch-backend", TORCH_TO_BACKEND),
                                         ("linalg on tensors", "linalg", BACKEND_TO_LINALG)):
         try:
@@ -165,6 +168,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
             first.notes = [n for n in first.notes if "see current operation" not in n.message]
             raise AccelError(first.message, diagnostics=err.diagnostics) from None
         phases.snapshot(phase_name, imported)
+    with imported.context:
+        mark_unsigned(imported, func_name, unsigned)
     if not external_weights:
         return ImportedProgram(imported, mutations=mutations)
     with imported.context:

@@ -49,7 +49,7 @@ from accel.runtime.signature import (
     descriptor_type,
     result_storage_type,
 )
-from accel.runtime.symbols import _ASSERTS, RuntimeAssertionError
+from accel.runtime.symbols import begin_call, take_failure
 
 if TYPE_CHECKING:
     from accel.runtime.fast_path import FastPlan
@@ -289,6 +289,8 @@ class CompiledFunction:
     _slots_type: type | None = field(default=None, repr=False)
     #: The prepared call (`FastPlan`) when the signature allows one.
     fast: FastPlan | None = field(default=None, repr=False)
+    #: What keeps the code alive (the `CompiledMLIR`: engine and bound weights).
+    owner: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         sig = self.signature
@@ -326,13 +328,11 @@ class CompiledFunction:
         storage = self._result_type() if self._result_type is not None else None
         if storage is not None:
             slots[len(args)] = ctypes.addressof(storage)
-        _ASSERTS.failed = None
+        begin_call()
         self._trampoline(ctypes.addressof(slots))
-        failed = _ASSERTS.failed
-        if failed is not None:
-            # The results are poison on this path: never unpack them.
-            _ASSERTS.failed = None
-            raise RuntimeAssertionError(f"@{sig.name}: runtime assertion failed: {failed}")
+        failure = take_failure(sig.name)
+        if failure is not None:  # the results are poison on this path: never unpack them
+            raise failure
         if storage is None:
             return None
         return self._results(storage, keep)

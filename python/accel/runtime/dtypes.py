@@ -71,6 +71,9 @@ def _dtypes() -> dict[str, DType]:
 
 
 DTYPES: dict[str, DType] = _dtypes()
+#: Function arg/result attribute: this signless integer was unsigned in the source model
+#: (torch-mlir lowers uint8 to i8); signatures then use `uiN` (numpy uintN) for it.
+UNSIGNED_ATTR = "accel.unsigned"
 
 
 # -- bf16 -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from accel.runtime.heap import DEAD_BEEF, HeapAllocation
 from accel.runtime.signature import Signature, ValueSpec, descriptor_type
-from accel.runtime.symbols import _ASSERTS, RuntimeAssertionError
+from accel.runtime.symbols import begin_call, take_failure
 
 #: Turns one result's storage into a numpy array or scalar (`accel.runtime.call`).
 Unpacker = Callable[[Any, dict, list], Any]
@@ -134,13 +134,11 @@ class FastPlan:
                     desc[0] = desc[1] = ptr
             else:
                 self._write_dynamic(descs, pointers, shapes)
-            _ASSERTS.failed = None
+            begin_call()
             self.trampoline(slots)
-            failed = _ASSERTS.failed
-            if failed is not None:
-                _ASSERTS.failed = None
-                raise RuntimeAssertionError(f"@{self.sig.name}: runtime assertion failed: "
-                                            f"{failed}")
+            failure = take_failure(self.sig.name)
+            if failure is not None:
+                raise failure
             if self.single:
                 o, rank, dtype, static, nbytes, btype = self.results[0]
                 allocated = storage[0]

@@ -70,8 +70,13 @@ class CompiledMLIR:
                  if name in (weights or {})}
         check_bindings(weight_specs or {}, weights or {}, "the compiled code")
         engine, callables, obj = _jit(llvm_ir, signatures, opt_level, bound, object_code)
-        return cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound, obj,
-                   opt_level)
+        compiled = cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound,
+                       obj, opt_level)
+        for fn in callables.values():
+            # A function kept without its module must keep the machine code and the bound
+            # weights alive: calling freed code was a SIGSEGV (`compile_mlir(src)["f"]`).
+            fn.owner = compiled
+        return compiled
 
     def __getitem__(self, name: str) -> CompiledFunction:
         fn = self._callables.get(name)

@@ -20,6 +20,14 @@ The thread count is the global `i32 accel_num_threads`:
 * AOT libraries: a hidden global in the library, 0 until the first call, which then reads
   `ACCEL_NUM_THREADS`, else `sysconf(_SC_NPROCESSORS_ONLN)`.
 
+Failures (a failed runtime assertion, an integer division by zero, a failed allocation) on
+a worker thread reach the caller: each worker stores the address of a failure cell `{i64
+kind, i64 payload}` on the caller's stack under a pthread key (`accel_failure_key()`), the
+runtime's failure hooks fill the cell there instead of the worker's own record (first
+failure wins), and after joining, `accel_parallel_for` reports the cell's failure again
+on the calling thread (`accel.runtime.symbols`). The key is the process's
+(`symbols.failure_key_address`) in the JIT, the library's own (`pthread_once`) in AOT.
+
 Code generators decide statically whether a loop is worth running in parallel (the GEMM
 kernels of `accel-matmul-microkernel` only call it above a work threshold) and choose `n`
 so that one item is worth a thread's start (~20-50 us).
@@ -31,9 +39,19 @@ import ctypes
 import os
 import threading
 
+from accel.runtime.symbols import (
+    ALLOC_FAIL_SYMBOL,
+    ASSERT_FAIL_SYMBOL,
+    FAIL_ALLOC,
+    FAIL_ASSERT,
+    failure_key_address,
+)
+
 #: Symbols the generated code uses.
 PARALLEL_FOR = "accel_parallel_for"
 NUM_THREADS = "accel_num_threads"
+#: `i32 accel_failure_key()`: the pthread key of the workers' failure cells.
+FAILURE_KEY = "accel_failure_key"
 #: Most threads one call uses (bounds the stack arrays of `accel_parallel_for`).
 MAX_THREADS = 256
 
@@ -94,14 +112,18 @@ def _bind_jit_symbols() -> None:
     with _lock:
         if not _bound:
             llvm.add_symbol(NUM_THREADS, num_threads_address())
+            llvm.add_symbol(FAILURE_KEY + "_value", failure_key_address())
             _bound = True
 
 
 _RUNTIME = """\
-%accel.job = type { ptr, ptr, i64, i64, i64, i64 }  ; body, ctx, lo, hi, thread id, started
+%accel.job = type { ptr, ptr, i64, i64, i64, i64, ptr }  ; body, ctx, lo, hi, thread, started, cell
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_join(i64, ptr)
+declare i32 @pthread_setspecific(i32, ptr)
+declare void @ASSERT_FAIL(ptr)
+declare void @ALLOC_FAIL(i64)
 %EXTRA_DECLS%
 
 define ptr @accel_parallel_thunk(ptr %job) {
@@ -113,6 +135,10 @@ define ptr @accel_parallel_thunk(ptr %job) {
   %lo = load i64, ptr %lp
   %hp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 3
   %hi = load i64, ptr %hp
+  %fp = getelementptr inbounds %accel.job, ptr %job, i64 0, i32 6
+  %cell = load ptr, ptr %fp
+  %key = call i32 @accel_failure_key()
+  %set = call i32 @pthread_setspecific(i32 %key, ptr %cell)   ; failures go to the caller
   call void %body(ptr %ctx, i64 %lo, i64 %hi)
   ret ptr null
 }
@@ -146,6 +172,8 @@ inline_call:
 
 fork:
   %jobs = alloca %accel.job, i64 MAX_THREADS, align 16
+  %cell = alloca [2 x i64], align 16                    ; {kind, payload}: the workers' failure
+  store i64 0, ptr %cell
   br label %spawn
 
 spawn:                                  ; chunk i = [n*i/t, n*(i+1)/t) for i = 1..t-1
@@ -163,6 +191,8 @@ spawn:                                  ; chunk i = [n*i/t, n*(i+1)/t) for i = 1
   store i64 %lo, ptr %jl
   %jh = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 3
   store i64 %hi, ptr %jh
+  %jf = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 6
+  store ptr %cell, ptr %jf
   %jt = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 4
   %js = getelementptr inbounds %accel.job, ptr %j, i64 0, i32 5
   %rc = call i32 @pthread_create(ptr %jt, ptr null, ptr @accel_parallel_thunk, ptr %j)
@@ -201,7 +231,23 @@ do_join:
 
 joined:
   %again = icmp slt i64 %k1, %t
-  br i1 %again, label %join, label %done
+  br i1 %again, label %join, label %check
+
+check:                                  ; a worker failed: report it on this thread
+  %kind = load i64, ptr %cell
+  %pp = getelementptr inbounds [2 x i64], ptr %cell, i64 0, i64 1
+  switch i64 %kind, label %done [ i64 FAIL_ASSERT, label %assert_failed
+                                  i64 FAIL_ALLOC, label %alloc_failed ]
+
+assert_failed:
+  %msg = load ptr, ptr %pp
+  call void @ASSERT_FAIL(ptr %msg)
+  br label %done
+
+alloc_failed:
+  %bytes = load i64, ptr %pp
+  call void @ALLOC_FAIL(i64 %bytes)
+  br label %done
 
 done:
   ret void
@@ -213,9 +259,15 @@ declare i64 @llvm.smin.i64(i64, i64)
 #: JIT: the count lives in Python (`_count`); 0 never reaches the code, but stay safe.
 _JIT_COUNT = """\
 @accel_num_threads = external global i32
+@accel_failure_key_value = external global i32
 
 define i32 @accel_default_num_threads() {
   ret i32 1
+}
+
+define i32 @accel_failure_key() {
+  %k = load i32, ptr @accel_failure_key_value
+  ret i32 %k
 }
 """
 
@@ -225,6 +277,7 @@ _AOT_COUNT = """\
 @accel_env_name = private unnamed_addr constant [18 x i8] c"ACCEL_NUM_THREADS\\00"
 
 declare ptr @getenv(ptr)
+declare i32 @accel_failure_key()                  ; in the library's C runtime
 declare i32 @atoi(ptr)
 declare i64 @sysconf(i32)
 
@@ -261,7 +314,10 @@ def parallel_runtime_ir(aot: bool = False, serial: bool = False) -> str:
     the build-time sequence of allocations, which worker threads would break."""
     if not aot:
         _bind_jit_symbols()
-    text = _RUNTIME.replace("MAX_THREADS", str(MAX_THREADS))
+    text = (_RUNTIME.replace("MAX_THREADS", str(MAX_THREADS))
+            .replace("FAIL_ASSERT", str(FAIL_ASSERT)).replace("FAIL_ALLOC", str(FAIL_ALLOC))
+            .replace("@ASSERT_FAIL", "@" + ASSERT_FAIL_SYMBOL)
+            .replace("@ALLOC_FAIL", "@" + ALLOC_FAIL_SYMBOL))
     count = _JIT_COUNT
     if aot:
         count = _AOT_COUNT.replace("global i32 0", "global i32 1") if serial else _AOT_COUNT

@@ -57,6 +57,9 @@ MATMUL_KERNELS = "accel-matmul-microkernel"
 #: Goes before BUFFERIZE's deallocation when affine fusion is on (opt_level >= 1); the
 #: linalg ops are then loops already and LOWER_TO_LLVM's linalg-to-loops finds none.
 AFFINE_FUSION: list[str] = [
+    # Sizes from inside scf loops are no valid affine dims (torch.linalg.det): such linalg
+    # ops go into private functions, where their operands' sizes are symbols.
+    "accel-outline-nonaffine-linalg",
     # linalg on memrefs -> affine loops, which fusion's dependence analysis understands.
     "func.func(convert-linalg-to-affine-loops)",
     # Producer-consumer and sibling fusion of the nests, then scalar replacement.
@@ -85,9 +88,15 @@ LOWER_TO_LLVM: list[str] = [
     "lower-affine",
     # Structured control flow -> blocks and branches, as the LLVM dialect needs.
     "convert-scf-to-cf",
+    # Integer division by zero raises instead of SIGFPE, INT_MIN / -1 wraps (a safe divisor
+    # by select, a flag asserted at each return).
+    "accel-guard-division",
     # A failed cf.assert reports and returns instead of abort()ing the process (now that
     # loops are branches, every assert sits in a function body).
     "accel-assert-to-error-return",
+    # malloc returning NULL (a result too big for the machine) reports the size and returns:
+    # MemoryError, not SIGSEGV.
+    "accel-check-allocations",
     # complex arithmetic (abs, exp, div, ...) -> arith/math on the real and imaginary parts.
     "convert-complex-to-standard",
     # math on f16/bf16 runs in f32: no libm calls on types libm lacks.

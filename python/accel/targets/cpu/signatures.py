@@ -18,7 +18,7 @@ from accel.ir import (
     ir,
     load_torch_dialects,
 )
-from accel.runtime.dtypes import DTYPES
+from accel.runtime.dtypes import DTYPES, UNSIGNED_ATTR
 from accel.runtime.signature import Signature, ValueSpec
 from accel.runtime.weights import check_bindings
 
@@ -136,24 +136,43 @@ def _func_signature(op: Operation) -> Signature:
     by_pointer = len(results) > 1 or (len(results) == 1 and isinstance(
         results[0], ir.MemRefType | ir.ComplexType))
     try:
-        args = tuple(_value_spec(t) for t in inputs)
-        res = tuple(_value_spec(t) for t in results)
+        args = tuple(_value_spec(t, u) for t, u in zip(inputs, _unsigned(op, "arg_attrs",
+                                                                       len(inputs)),
+                                                          strict=True))
+        res = tuple(_value_spec(t, u) for t, u in zip(results, _unsigned(op, "res_attrs",
+                                                                         len(results)),
+                                                         strict=True))
     except _Unsupported as why:
         return Signature(name, (), (), f"_mlir_ciface_{name}", by_pointer, str(why))
     return Signature(name, args, res, f"_mlir_ciface_{name}", by_pointer)
 
 
-def _value_spec(t: ir.Type) -> ValueSpec:
+def _unsigned(op: Operation, key: str, count: int) -> list[bool]:
+    """Which arguments (`arg_attrs`) or results (`res_attrs`) carry `accel.unsigned`: the
+    frontend's mark for signless integers that were unsigned in the model (uint8)."""
+    if key not in op.attributes:
+        return [False] * count
+    return [UNSIGNED_ATTR in ir.DictAttr(attrs) for attrs in ir.ArrayAttr(op.attributes[key])]
+
+
+def _storage(element: str, unsigned: bool) -> str:
+    """The DTYPES key of a signless element type, `uiN` when the source was unsigned."""
+    if unsigned and re.fullmatch(r"i(8|16|32|64)", element):
+        return "u" + element
+    return element
+
+
+def _value_spec(t: ir.Type, unsigned: bool = False) -> ValueSpec:
     text = str(t)
     if isinstance(t, ir.MemRefType):
-        return _memref_spec(t)
+        return _memref_spec(t, unsigned)
     if text in DTYPES:
-        return ValueSpec("scalar", DTYPES[text], text)
+        return ValueSpec("scalar", DTYPES[_storage(text, unsigned)], text)
     raise _Unsupported(f"type {text} has no Python mapping")
 
 
-def _memref_spec(t: ir.MemRefType) -> ValueSpec:
-    text, element = str(t), str(t.element_type)
+def _memref_spec(t: ir.MemRefType, unsigned: bool = False) -> ValueSpec:
+    text, element = str(t), _storage(str(t.element_type), unsigned)
     if element not in DTYPES:
         raise _Unsupported(f"element type of {text} has no numpy mapping")
     if t.memory_space is not None:

@@ -2,8 +2,10 @@
 
 `runtime_source` renders the exported `int <NAME>(...)` for one signature: it builds the
 memref descriptors, calls `_mlir_ciface_<entry>`, copies results into the caller's buffers
-and frees temporaries; `__accel_assert_fail` keeps a thread-local message for
-`<NAME>_last_error()`; with a `MemoryPlan`, a static allocator over the caller's pool.
+and frees temporaries; `__accel_assert_fail` and `__accel_alloc_fail` keep a thread-local
+status and message for `<NAME>_last_error()` (or, on a worker thread of the parallel runtime,
+fill the caller's failure cell); with a `MemoryPlan`, a static allocator over the caller's
+pool.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from accel.targets.cpu.aot.memory import ALIGN, MemoryPlan
 
 #: The `allocated` pointer `memref.get_global` puts in descriptors of constant globals.
 DEAD_BEEF = 0xDEADBEEF
-#: Status codes of the generated function.
-STATUS_OK, STATUS_ASSERT, STATUS_POOL = 0, 1, 2
+#: Status codes of the generated function: a failed runtime check (assertion, integer
+#: division by zero), a scratch pool too small, an allocation that failed.
+STATUS_OK, STATUS_ASSERT, STATUS_POOL, STATUS_NOMEM = 0, 1, 2, 3
 
 #: C type of one element (buffers) or of a scalar argument, by MLIR type.
 _C_TYPES = {
@@ -148,10 +151,11 @@ def header_source(name: str, sig: Signature, entry: str, static: bool, user_memo
         lines += ["/* MLIR ranked memref descriptors (element strides; data at",
                   " * aligned + offset). */", *typedefs, ""]
     lines += [
-        f"/* Runs @{entry}. Returns 0 on success; {STATUS_ASSERT} if a runtime assertion "
-        f"failed (outputs", f" * undefined; the message is in {name}_last_error())"
-        + (f"; {STATUS_POOL} if the scratch pool is too small (nothing written)." if
-           user_memory else "."),
+        f"/* Runs @{entry}. Returns 0 on success; {STATUS_ASSERT} if a runtime check "
+        "failed (an assertion, an", f" * integer division by zero); {STATUS_NOMEM} if memory "
+        "ran out" + (f"; {STATUS_POOL} if the scratch pool is too small" if user_memory
+                     else "") + ".",
+        f" * On failure the outputs are undefined and the message is in {name}_last_error().",
         " */",
         c_prototype(name, sig, static, user_memory, comments=True) + ";", "",
         f"/* The message of this thread's last failed call of {name} (\"\" if it succeeded). */",
@@ -171,7 +175,6 @@ _RUNTIME_COMMON = r"""
 /* The libc functions used, declared here: <stdlib.h> would clash with names like `div`. */
 void *malloc(size_t size);
 void free(void *p);
-void abort(void);
 void *memcpy(void *dst, const void *src, size_t n);
 void *memset(void *dst, int c, size_t n);
 char *strncpy(char *dst, const char *src, size_t n);
@@ -180,18 +183,53 @@ char *strncpy(char *dst, const char *src, size_t n);
 #define DEAD_BEEF ((uintptr_t)0xDEADBEEFu)
 
 static _Thread_local char @__error[512];
-static _Thread_local int @__failed;
+static _Thread_local int @__failed;  /* the status of this thread's call, 0 while fine */
 
-/* Called by the compiled code for a failed runtime assertion (it then returns poison). */
+/* Failures on the parallel runtime's worker threads go to the caller's failure cell
+ * {kind, payload}, kept under this key (glibc's pthread_key_t and pthread_once_t). */
+int pthread_key_create(unsigned int *key, void (*destructor)(void *));
+void *pthread_getspecific(unsigned int key);
+int pthread_once(int *once, void (*init)(void));
+int snprintf(char *dst, size_t n, const char *format, ...);
+static int @__key_once;
+static unsigned int @__key;
+static void @__key_init(void) { pthread_key_create(&@__key, 0); }
+unsigned int @__failure_key(void) {
+  pthread_once(&@__key_once, @__key_init);
+  return @__key;
+}
+
+static int @__forward(int64_t kind, int64_t payload) {
+  int64_t *cell = (int64_t *)pthread_getspecific(@__failure_key());
+  int64_t none = 0;
+  if (!cell) return 0;
+  if (__atomic_compare_exchange_n(&cell[0], &none, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    cell[1] = payload;
+    __atomic_store_n(&cell[0], kind, __ATOMIC_RELEASE);
+  }
+  return 1;
+}
+
+/* Called by the compiled code for a failed runtime check (it then returns poison). */
 void @__assert_fail(const char *message) {
+  if (@__forward(1, (int64_t)(uintptr_t)message)) return;
   if (@__failed) return;
-  @__failed = 1;
+  @__failed = @STATUS_ASSERT@;
   strncpy(@__error, message ? message : "runtime assertion failed", sizeof @__error - 1);
   @__error[sizeof @__error - 1] = 0;
 }
 
-static void @__set_error(const char *message) {
-  @__failed = 1;
+/* Called by the compiled code when malloc returned NULL (it then returns poison). */
+void @__alloc_fail(int64_t bytes) {
+  if (@__forward(2, bytes)) return;
+  if (@__failed) return;
+  @__failed = @STATUS_NOMEM@;
+  snprintf(@__error, sizeof @__error, "out of memory: could not allocate %llu bytes",
+           (unsigned long long)bytes);
+}
+
+static void @__set_error(int status, const char *message) {
+  @__failed = status;
   strncpy(@__error, message, sizeof @__error - 1);
   @__error[sizeof @__error - 1] = 0;
 }
@@ -292,10 +330,12 @@ EXPORT size_t @_scratch_bytes(void) { return PLAN_PEAK + POOL_ALIGN; }
 void *@__alloc(size_t size) {
   size_t i = @__next++;
   if (i < PLAN_N && @__plan_size[i] == size) return @__pool + @__plan_offset[i];
-  /* Not the planned sequence (cannot happen for static shapes): report, never overflow. */
-  @__set_error("user memory: allocation sequence differs from the build-time plan");
+  /* Not the planned sequence (cannot happen for static shapes): report, never overflow;
+   * NULL makes the compiled code return at once. */
+  @__set_error(@STATUS_POOL@, "user memory: allocation sequence differs from the build-time "
+               "plan");
   if (size <= sizeof @__spare) return @__spare;
-  abort();
+  return NULL;
 }
 
 void @__free(void *p) { (void)p; }
@@ -305,7 +345,8 @@ void @__free(void *p) { (void)p; }
 def runtime_source(name: str, sig: Signature, entry: str, static: bool,
                    plan: MemoryPlan | None, trace: bool = False) -> str:
     """The C runtime of the library: the exported wrapper and the symbols the code calls."""
-    text = _RUNTIME_COMMON
+    text = (_RUNTIME_COMMON.replace("@STATUS_ASSERT@", str(STATUS_ASSERT))
+            .replace("@STATUS_NOMEM@", str(STATUS_NOMEM)))
     user_memory = plan is not None
     if trace:
         text += _RUNTIME_TRACE
@@ -314,7 +355,8 @@ def runtime_source(name: str, sig: Signature, entry: str, static: bool,
         text += (_RUNTIME_POOL.replace("@PLAN_N@", str(n))
                  .replace("@PLAN_SIZES@", ", ".join(map(str, [*plan.sizes, 0])))
                  .replace("@PLAN_OFFSETS@", ", ".join(map(str, [*plan.offsets, 0])))
-                 .replace("@PLAN_PEAK@", str(plan.peak)).replace("@ALIGN@", str(ALIGN)))
+                 .replace("@PLAN_PEAK@", str(plan.peak)).replace("@ALIGN@", str(ALIGN))
+                 .replace("@STATUS_POOL@", str(STATUS_POOL)))
     lines = [text, *_desc_typedefs(name, sig)]
     # The callee: results through a pointer to their struct, then the arguments.
     res_fields = []
@@ -339,7 +381,7 @@ def runtime_source(name: str, sig: Signature, entry: str, static: bool,
             "  uintptr_t base = ((uintptr_t)scratch + POOL_ALIGN - 1) & ~(POOL_ALIGN - 1);",
             "  size_t need = PLAN_PEAK ? PLAN_PEAK + (size_t)(base - (uintptr_t)scratch) : 0;",
             "  if (need && (!scratch || scratch_size < need)) {",
-            "    @__set_error(\"scratch pool too small: see @_scratch_bytes()\");",
+            f"    @__set_error({STATUS_POOL}, \"scratch pool too small: see @_scratch_bytes()\");",
             f"    return {STATUS_POOL};", "  }",
             "  @__pool = (char *)base;", "  @__next = 0;",
         ]
@@ -368,7 +410,7 @@ def runtime_source(name: str, sig: Signature, entry: str, static: bool,
         body.append(f"  res.r0 = {call}")
     else:
         body.append(f"  {call}")
-    body.append(f"  if ({name}__failed) return {STATUS_ASSERT};")
+    body.append(f"  if ({name}__failed) return {name}__failed;")
     # Inputs' data ranges: a result pointing into one is not ours to free.
     in_ranges = []
     for i, spec in enumerate(sig.args):
@@ -400,7 +442,8 @@ def runtime_source(name: str, sig: Signature, entry: str, static: bool,
                      f"    int64_t n = 1; for (int k = 0; k < {spec.rank}; ++k) "
                      f"n *= {r}.sizes[k];" if spec.rank else "    int64_t n = 1;",
                      f"    void *copy = malloc((size_t)(n ? n : 1) * {elem});",
-                     f"    if (!copy) {{ @__set_error(\"out of memory\"); return {STATUS_POOL}; }}",
+                     f"    if (!copy) {{ @__set_error({STATUS_NOMEM}, \"out of memory\"); "
+                     f"return {STATUS_NOMEM}; }}",
                      f"    {name}__copy_out(copy, (const char *){r}.aligned + {r}.offset * "
                      f"{elem}, {elem}, {spec.rank}, {sizes}, {strides});",
                      f"    {r}.allocated = {r}.aligned = copy; {r}.offset = 0;"]
@@ -442,7 +485,8 @@ def readme_text(lib: Any) -> str:
             "each is a memref descriptor (allocated, aligned, offset, sizes, strides); the "
             "call fills each output descriptor with a buffer the caller must free() "
             "(out->allocated)."),
-        f"The return value is 0 on success, {STATUS_ASSERT} when a runtime assertion failed "
+        f"The return value is 0 on success, {STATUS_ASSERT} when a runtime check failed (an "
+        f"assertion, an integer division by zero), {STATUS_NOMEM} when memory ran out "
         f"(message: {name}_last_error()).",
     ]
     if lib.user_memory:

@@ -17,9 +17,10 @@ What goes into the library (docs/aot.md is the user documentation):
 * a small C runtime generated for this signature: the exported `int <NAME>(...)` (plain
   pointers for static shapes, memref descriptors for dynamic ones), which builds the
   descriptors, calls `_mlir_ciface_<entry>`, copies results into the caller's buffers and
-  frees the temporaries; `__accel_assert_fail` with a thread-local message for
-  `<NAME>_last_error()`; `memrefCopy`; and with `user_memory` a static, liveness-planned
-  allocator over the caller's scratch pool (no heap allocation at all).
+  frees the temporaries; `__accel_assert_fail`/`__accel_alloc_fail` with a thread-local
+  status and message for `<NAME>_last_error()` (worker threads report to their caller);
+  `memrefCopy`; and with `user_memory` a static, liveness-planned allocator over the
+  caller's scratch pool (no heap allocation at all).
 
 `gcc` links `lib<NAME>.so` (`-shared`, libc, libm and glibc's libmvec only) and `gcc -r` the
 relocatable `<NAME>.o` for static linking (link it with `-lmvec -lm`).
@@ -44,7 +45,7 @@ import numpy as np
 from accel.diagnostics import AccelError
 from accel.llvm import engine
 from accel.runtime.signature import Signature
-from accel.runtime.symbols import ASSERT_FAIL_SYMBOL
+from accel.runtime.symbols import ALLOC_FAIL_SYMBOL, ASSERT_FAIL_SYMBOL
 from accel.targets.cpu import vecmath
 from accel.targets.cpu.abi import soft_float_helpers_ir
 from accel.targets.cpu.aot.csource import (
@@ -55,10 +56,11 @@ from accel.targets.cpu.aot.csource import (
     runtime_source,
 )
 from accel.targets.cpu.aot.memory import ALIGN, MemoryPlan, plan_memory
-from accel.targets.cpu.parallel import PARALLEL_FOR, parallel_runtime_ir
+from accel.targets.cpu.parallel import FAILURE_KEY, PARALLEL_FOR, parallel_runtime_ir
 
 #: Names the library's runtime needs from libc (or a program's own `main`).
-_RESERVED = {"main", "malloc", "free", "abort", "memcpy", "memset", "strncpy"}
+_RESERVED = {"main", "malloc", "free", "abort", "memcpy", "memset", "strncpy", "snprintf",
+             "pthread_key_create", "pthread_getspecific", "pthread_once"}
 #: `target_cpu` values: the LLVM CPU name and gcc `-march` for each (host: this machine's).
 TARGET_CPUS: dict[str, tuple[str, str]] = {
     "generic": ("x86-64", "x86-64"),  # any x86-64: the baseline level
@@ -283,7 +285,8 @@ def _emit_model_object(llvm_ir: str, weights: Mapping[str, np.ndarray], name: st
         mod.link_in(engine.parse(parallel_runtime_ir(aot=True, serial=user_memory),
                                 "parallel runtime"))
     prefix = f"{name}__"
-    renames = {ASSERT_FAIL_SYMBOL: prefix + "assert_fail", "memrefCopy": prefix + "memrefCopy"}
+    renames = {ASSERT_FAIL_SYMBOL: prefix + "assert_fail", ALLOC_FAIL_SYMBOL: prefix + "alloc_fail",
+               FAILURE_KEY: prefix + "failure_key", "memrefCopy": prefix + "memrefCopy"}
     if user_memory:
         renames |= {"malloc": prefix + "alloc", "free": prefix + "free"}
     for fn in mod.functions:
