@@ -31,8 +31,9 @@ class UpstreamPassOption:
     """One option of an upstream pass.
 
     `default` is the value `str(PassManager)` prints ("" for an empty string or list), None
-    when unknown (pipeline options). `type` is one of "bool", "int", "uint", "float",
-    "string", "enum", "list", "pipeline" (a textual pass pipeline), or None when unknown.
+    when unknown (pipeline options). `type` is one of "bool", "int", "uint" (32-bit),
+    "int64", "uint64", "float", "string", "enum", "list", "pipeline" (a textual pass
+    pipeline), or None when unknown.
     """
 
     name: str
