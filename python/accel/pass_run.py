@@ -210,8 +210,8 @@ def _run_in_process(op: Operation, steps: Sequence[Step], cfg: RunConfig) -> Non
 
 def isolated(step: Step) -> bool:
     """Whether `step` runs in a child process: upstream passes that may crash
-    (`accel.upstream_checks.FRAGILE_PASSES`)."""
-    from accel.upstream_checks import is_fragile
+    (`accel.upstream_passes.FRAGILE_PASSES`)."""
+    from accel.upstream_passes import is_fragile
 
     return isinstance(step, UpstreamStep) and any(is_fragile(e.name) for e in step.elements)
 
@@ -261,10 +261,10 @@ def _replace_module(op: Operation, new: Operation) -> None:
         child.operation.erase()
     for child in list(new.regions[0].blocks[0].operations):
         body.append(child.operation)
-    for name in [a.name for a in op.attributes]:
+    for name in list(op.attributes):  # iterating attributes yields their names
         del op.attributes[name]
-    for attr in new.attributes:
-        op.attributes[attr.name] = attr.attr
+    for name in list(new.attributes):
+        op.attributes[name] = new.attributes[name]
 
 
 def dialect_errors(op: Operation, filename: str, line_offset: int = 0) -> list[Diagnostic]:

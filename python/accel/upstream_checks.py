@@ -1,20 +1,19 @@
-"""Checks on upstream passes that the bindings do not make: option values and crash-prone passes.
+"""Checks on upstream passes that the bindings do not make: option values.
 
 The bindings hand option text to LLVM's command-line parser, which accepts any value its C
 type holds, prints its complaints to the process's stderr, and lets values through that crash
 the pass (SIGFPE, SIGSEGV, SIGABRT: the process dies). `check_options` runs first: numbers
 must be plain ASCII (`-12`, `0x1f`; not `1_0`, not other scripts' digits, no octal-looking
 leading zeros) within their type's range, and the values listed in `LIMITS` (found by fuzzing
-the pinned bindings' passes with edge values) are refused with the reason. Passes in
-`FRAGILE_PASSES` still crash on some inputs with valid options; `accel.pass_run` runs them in
-a forked child (`accel.isolation`), so a crash is an error and the caller lives.
-"""
+the pinned bindings' passes with edge values) are refused with the reason. Passes that crash
+on some inputs even with valid options (`accel.upstream_passes.FRAGILE_PASSES`) run in a
+forked child instead (`accel.pass_run`, `accel.isolation`)."""
 
 from __future__ import annotations
 
 import re
 
-from accel.upstream_passes import get_upstream_pass
+from accel.upstream_passes import FRAGILE_PASSES, get_upstream_pass, is_fragile
 
 #: (pass, option) -> (smallest, largest) value that does not crash the pass (None: the type's
 #: own bound). For a list option the limits apply to every element.
@@ -23,14 +22,6 @@ LIMITS: dict[tuple[str, str], tuple[int | None, int | None]] = {
     ("affine-loop-tile", "tile-sizes"): (1, None),  # 0: SIGFPE (division by the tile size)
     ("linalg-block-pack-matmul", "block-factors"): (1, None),  # 0: SIGSEGV
 }
-
-#: Upstream passes that crash (or have crashed) on some inputs even with valid options.
-FRAGILE_PASSES = frozenset({
-    "affine-loop-fusion",  # llvm-project issues 212046, 212048
-    "affine-loop-tile",
-    "affine-loop-unroll-jam",
-    "linalg-block-pack-matmul",
-})
 
 #: Ranges of the LLVM option types in the catalogue (`accel.upstream_passes`).
 RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
@@ -96,11 +87,6 @@ def _check_int(where: str, raw: str, kind: str, limits: tuple[int | None, int | 
     if hi is not None and value > hi:
         raise OptionValueError(f"{where}: {raw} is out of range (max {hi}; the pass crashes "
                                "on larger values)")
-
-
-def is_fragile(name: str) -> bool:
-    """Whether upstream pass `name` must run isolated (see `FRAGILE_PASSES`)."""
-    return name in FRAGILE_PASSES
 
 
 __all__ = ["FRAGILE_PASSES", "LIMITS", "RANGES", "OptionValueError", "check_options",

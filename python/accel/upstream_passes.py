@@ -22,6 +22,16 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+#: Upstream passes that crash (or have crashed) on some inputs even with valid options:
+#: `accel.pass_run` runs them in a forked child (`accel.isolation`). Option values known to
+#: crash passes are refused earlier (`accel.upstream_checks.LIMITS`).
+FRAGILE_PASSES = frozenset({
+    "affine-loop-fusion",  # llvm-project issues 212046, 212048
+    "affine-loop-tile",
+    "affine-loop-unroll-jam",
+    "linalg-block-pack-matmul",
+})
+
 #: Shown in place of a summary the generator could not determine reliably.
 NO_SUMMARY = "(upstream pass; no summary available)"
 
@@ -97,6 +107,11 @@ def get_upstream_pass(name: str) -> UpstreamPass | None:
     return _catalogue().get(name)
 
 
+def is_fragile(name: str) -> bool:
+    """Whether upstream pass `name` must run isolated (see `FRAGILE_PASSES`)."""
+    return name in FRAGILE_PASSES
+
+
 def catalogue_version() -> tuple[str, str]:
     """(provider, version) of the bindings the catalogue was generated from."""
     return _data()["provider"], _data()["provider_version"]
@@ -114,12 +129,14 @@ def catalogue_is_current() -> bool:
 
 
 __all__ = [
+    "FRAGILE_PASSES",
     "NO_SUMMARY",
     "UpstreamPass",
     "UpstreamPassOption",
     "catalogue_is_current",
     "catalogue_version",
     "get_upstream_pass",
+    "is_fragile",
     "is_upstream_pass",
     "upstream_passes",
 ]
