@@ -200,7 +200,8 @@ def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> Ch
             try:
                 run_steps(module, steps, cfg)
             except AccelError as err:
-                return ChunkResult(None, collected + err.diagnostics, False)
+                return ChunkResult(None, collected + cfg.emitted + err.diagnostics, False)
+            collected += cfg.emitted  # warnings of steps that ran in a child process
         out = module.operation.get_asm(print_generic_op_form=a.mlir_print_op_generic,
                                        enable_debug_info=a.mlir_print_debuginfo)
         return ChunkResult(str(out), collected, True)

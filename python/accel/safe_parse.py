@@ -53,8 +53,8 @@ _NAME_CHARS = frozenset("_.$\"@%#!^-")
 #: A line prefix that ends outside any string literal and comment.
 _CODE_PREFIX = re.compile(r'(?:[^"/\n]|/(?!/)|"(?:[^"\\\n]|\\.)*")*')
 _TOKEN = re.compile(r'\s+|//[^\n]*|"(?:[^"\\\n]|\\.)*"?|[()\[\]{}<>=,]|[^\s()\[\]{}<>=,"/]+|/')
-#: What is not a bracket of the IR's nesting: strings, comments, `->`, `>=`, `<=`.
-_NOISE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|->|[<>]=')
+#: Strings and comments, whose brackets are not the IR's nesting.
+_NOISE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*')
 _DEC = re.compile(r"-?[0-9]+")
 _HEX = re.compile(r"-?0x[0-9a-fA-F]+")
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
@@ -85,7 +85,8 @@ def check_nesting(text: str, filename: str = "<input>", line_offset: int = 0,
         return  # cannot nest deeper than it has openers: the common, small case
     import numpy as np
 
-    brackets = _NOISE.sub("", text).encode("utf-8", "replace").translate(None, _NOT_BRACKETS)
+    code = _NOISE.sub("", text).replace("->", "").replace(">=", "").replace("<=", "")
+    brackets = code.encode("utf-8", "replace").translate(None, _NOT_BRACKETS)
     depth = np.cumsum(_steps()[np.frombuffer(brackets, np.uint8)], dtype=np.int64)
     # Clamped at zero: a stray closer (in a token the filter missed) must not hide a deep
     # nest after it. depth - (lowest depth so far, if negative) is that clamped walk.

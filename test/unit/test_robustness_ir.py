@@ -285,6 +285,20 @@ def test_isolated_upstream_steps_give_the_in_process_result(ctx) -> None:
     assert "affine.for %arg2 = 0 to 16 step 4" in text and "test.kept" in text
 
 
+def test_warnings_of_an_isolated_step_are_relayed(ctx) -> None:
+    from accel.ir import Module
+    from accel.pass_run import Element, RunConfig, UpstreamStep, _run_isolated
+
+    module = Module.parse(AFFINE)
+    cfg = RunConfig(filename="a.mlir", reproducer=False)
+    step = UpstreamStep(("func.func",), [Element("affine-data-copy-generate",
+                                                 "fast-mem-capacity=0")])
+    _run_isolated(module.operation, step, cfg)
+    assert [(d.severity, d.file, d.line) for d in cfg.emitted] == [("warning", "a.mlir", 2)]
+    assert "exceeds fast memory capacity" in cfg.emitted[0].message
+    assert "memref.alloc" in str(module)  # the copy buffers the pass added
+
+
 # -- item 3: pipeline grammar -----------------------------------------------------------------
 def _accel_opt(capfd, *argv: str, text: str = AFFINE, tmp: Path) -> tuple[int, str]:
     from accel.cli import run_main
