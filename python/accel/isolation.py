@@ -20,6 +20,7 @@ import json
 import os
 import select
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -110,14 +111,16 @@ def _child(work: Callable[[], bytes], write_fd: int) -> None:
 def captured_stderr() -> Iterator[Callable[[], str]]:
     """Send what native code writes to file descriptor 2 into a buffer for the block; yields
     a function returning that text once the block has ended. (Python's `sys.stderr` is
-    flushed first; another thread's writes during the block are captured too.)"""
+    flushed first; another thread's writes during the block are captured too. Blocks of
+    different threads take turns: interleaved, one could restore the other's buffer as fd 2.)
+    """
     import sys
     import tempfile
 
-    sys.stderr.flush()
-    saved = os.dup(2)
     text: list[str] = []
-    with tempfile.TemporaryFile() as buffer:
+    with _STDERR_LOCK, tempfile.TemporaryFile() as buffer:
+        sys.stderr.flush()
+        saved = os.dup(2)
         os.dup2(buffer.fileno(), 2)
         try:
             yield lambda: text[0] if text else ""
@@ -126,6 +129,9 @@ def captured_stderr() -> Iterator[Callable[[], str]]:
             os.close(saved)
             buffer.seek(0)
             text.append(buffer.read().decode(errors="replace"))
+
+
+_STDERR_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager

@@ -197,7 +197,16 @@ def _check_anchor(element: Element, source: str) -> None:
 def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> None:
     """Validate an upstream pass name and options at its nesting path, for a located error."""
     from accel.upstream_checks import OptionValueError, check_options
+    from accel.upstream_passes import get_upstream_pass
 
+    info = get_upstream_pass(element.name)
+    nest = path[-1] if path else "builtin.module"
+    if info is not None and info.anchor not in (None, nest) and nest != "any":
+        # The bindings abort the process (LLVM ERROR) for a pipeline nested on the wrong op.
+        raise PipelineSyntaxError(
+            f"pass '{element.name}' runs on '{info.anchor}', not on '{nest}'"
+            + (f": nest it as '{info.anchor}({element.name})'" if not path else ""),
+            element.col, source)
     try:
         check_options(element.name, element.options)
     except OptionValueError as err:

@@ -147,6 +147,21 @@ def test_compile_mlir_raises_for_a_damaged_list() -> None:
         in result.stdout
 
 
+def test_a_damaged_model_mlir_of_a_loaded_artifact_is_an_error() -> None:
+    """`CompiledModule.module` parses the artifact's model.mlir on first use."""
+    script = ("from accel.compiled_module import CompiledModule\n"
+              "from accel.diagnostics import AccelError\n"
+              "m = CompiledModule.__new__(CompiledModule)\n"
+              "m._module = None\n"
+              f"m._module_text = {TRANSPOSE.replace('LIST', '[1,,0]')!r}\n"
+              "try:\n    m.module\nexcept AccelError as err:\n    print('raised:', err.format())\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"raised: model.mlir:3:{LIST_COL + 3}: error: "
+                                    "'linalg.transpose' permutation: expected an integer")
+
+
 # -- item 4: nesting ------------------------------------------------------------------------
 def test_deeply_nested_ir_is_refused_before_the_parser_recurses(tmp_path: Path) -> None:
     deep = "module {" * 5000 + "}" * 5000
