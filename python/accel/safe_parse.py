@@ -91,10 +91,12 @@ def check_nesting(text: str, filename: str = "<input>", line_offset: int = 0,
     # Clamped at zero: a stray closer (in a token the filter missed) must not hide a deep
     # nest after it. depth - (lowest depth so far, if negative) is that clamped walk.
     deepest = int((depth - np.minimum.accumulate(np.minimum(depth, 0))).max(initial=0))
-    if deepest > limit:
-        exact, pos = _first_too_deep(text, limit)
+    if deepest <= limit:
+        return
+    exact, pos = _first_too_deep(text, limit)  # the estimate may count a stray '<'
+    if exact > limit:
         raise _Where(text, filename, line_offset).error(
-            f"IR nests too deeply ({max(deepest, exact)} levels of brackets, max {limit})", pos)
+            f"IR nests too deeply ({exact} levels of brackets, max {limit})", pos)
 
 
 @functools.cache
