@@ -210,10 +210,11 @@ def _run_in_process(op: Operation, steps: Sequence[Step], cfg: RunConfig) -> Non
 
 def isolated(step: Step) -> bool:
     """Whether `step` runs in a child process: upstream passes that may crash
-    (`accel.upstream_passes.FRAGILE_PASSES`)."""
+    (`accel.upstream_passes.is_fragile`)."""
     from accel.upstream_passes import is_fragile
 
-    return isinstance(step, UpstreamStep) and any(is_fragile(e.name) for e in step.elements)
+    return isinstance(step, UpstreamStep) and any(is_fragile(e.name, e.options)
+                                                  for e in step.elements)
 
 
 def _segments(steps: Sequence[Step]) -> list[list[Step]]:

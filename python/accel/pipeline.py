@@ -197,7 +197,7 @@ def _check_anchor(element: Element, source: str) -> None:
 def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> None:
     """Validate an upstream pass name and options at its nesting path, for a located error."""
     from accel.upstream_checks import OptionValueError, check_options
-    from accel.upstream_passes import get_upstream_pass
+    from accel.upstream_passes import get_upstream_pass, holds_pipeline
 
     info = get_upstream_pass(element.name)
     nest = path[-1] if path else "builtin.module"
@@ -211,10 +211,16 @@ def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> Non
         check_options(element.name, element.options)
     except OptionValueError as err:
         raise PipelineSyntaxError(str(err), element.col, source) from None
+    if holds_pipeline(element.name, element.options):
+        _check_option_pipelines(element, source)
     text = element.text()
     for op in reversed(path):
         text = f"{op}({text})"
-    message, llvm_says = _bindings_verdict(f"builtin.module({text})")
+    # A pipeline inside an option is built while parsing: nested on the wrong op it makes
+    # LLVM abort the process, so such elements are parsed in a child process.
+    verdict = _isolated_verdict if holds_pipeline(element.name, element.options) \
+        else _bindings_verdict
+    message, llvm_says = verdict(f"builtin.module({text})")
     if message is None:
         return
     if "does not refer to a registered pass" in message:
@@ -223,6 +229,9 @@ def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> Non
             element.col, source)
     detail = next((line.strip() for line in message.splitlines() if line.strip()), message)
     detail = detail.replace("<Pass-Options-Parser>: ", "")
+    fatal = re.search(r"LLVM ERROR: (.*)", llvm_says)
+    if fatal:
+        detail = f"{detail}: {fatal.group(1).strip()}"
     said = re.search(r"for the -+([\w-]+) option: (.*)", llvm_says)
     if said:  # LLVM's own words name the option and the value; the bindings' do not
         what = said.group(2).strip()
@@ -232,6 +241,28 @@ def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> Non
     valid = _upstream_option_list(element.name) if "option" in detail else ""
     suffix = f"; valid options: {valid}" if valid else ""
     raise PipelineSyntaxError(f"pass '{element.name}': {detail}{suffix}", element.col, source)
+
+
+def _check_option_pipelines(element: Element, source: str) -> None:
+    """The pipelines held in options (`inline{default-pipeline=...}`): accel's checks, on
+    whatever op the pass hands them (`any`); upstream passes only."""
+    from accel.passes.base import split_options
+    from accel.upstream_passes import PIPELINE_OPTIONS
+
+    for key, value in split_options(element.options or ""):
+        if key not in PIPELINE_OPTIONS.get(element.name, ()) or not value:
+            continue
+        where = f"option '{key}' of pass '{element.name}'"
+        try:
+            steps = plan([Element("any", children=parse_pipeline(value, source=source))],
+                         source=source)
+        except PipelineSyntaxError as err:
+            raise PipelineSyntaxError(f"{where}: {err}", element.col, source) from None
+        python = [s for s in steps if isinstance(s, PythonStep)]
+        if python:
+            raise PipelineSyntaxError(
+                f"{where}: accel pass '{python[0].instance.name}' cannot run inside an "  # type: ignore[attr-defined]
+                "upstream pass", element.col, source)
 
 
 def _bindings_verdict(pipeline: str) -> tuple[str | None, str]:
@@ -258,6 +289,36 @@ def _bindings_verdict(pipeline: str) -> tuple[str | None, str]:
 
 
 _PARSED: set[str] = set()
+
+
+def _isolated_verdict(pipeline: str) -> tuple[str | None, str]:
+    """`_bindings_verdict` in a forked child, for pipelines whose parse may abort."""
+    import os
+    import tempfile
+
+    from accel.isolation import IsolatedFailure, run_isolated
+
+    if pipeline in _PARSED:
+        return None, ""
+    with tempfile.TemporaryFile() as log:
+        def work() -> bytes:
+            os.dup2(log.fileno(), 2)
+            with Context():
+                try:
+                    PassManager.parse(pipeline)
+                except ValueError as err:
+                    return str(err).encode() or b"?"
+            return b""
+
+        try:
+            message = run_isolated(work, timeout=60).decode(errors="replace") or None
+        except IsolatedFailure as why:
+            message = f"MLIR aborted while building the pipeline ({why.signal or why})"
+        log.seek(0)
+        said = log.read().decode(errors="replace")
+    if message is None:
+        _PARSED.add(pipeline)
+    return message, said
 
 
 _VALIDATION_CONTEXT: list[Context] = []

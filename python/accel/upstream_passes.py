@@ -32,6 +32,12 @@ FRAGILE_PASSES = frozenset({
     "linalg-block-pack-matmul",
 })
 
+#: Options whose value is a pass pipeline, which the pass builds when it runs (a pipeline
+#: that fails to build there aborts the process, or is reported and skipped): such elements
+#: are checked by accel's pipeline parser and run isolated too.
+PIPELINE_OPTIONS = {"inline": ("default-pipeline", "op-pipelines"),
+                    "composite-fixed-point-pass": ("pipeline",)}
+
 #: Shown in place of a summary the generator could not determine reliably.
 NO_SUMMARY = "(upstream pass; no summary available)"
 
@@ -107,9 +113,18 @@ def get_upstream_pass(name: str) -> UpstreamPass | None:
     return _catalogue().get(name)
 
 
-def is_fragile(name: str) -> bool:
-    """Whether upstream pass `name` must run isolated (see `FRAGILE_PASSES`)."""
-    return name in FRAGILE_PASSES
+def is_fragile(name: str, options: str | None = None) -> bool:
+    """Whether upstream pass `name` with option text `options` must run isolated
+    (`FRAGILE_PASSES`, or an option holding a pipeline: `PIPELINE_OPTIONS`)."""
+    return name in FRAGILE_PASSES or holds_pipeline(name, options)
+
+
+def holds_pipeline(name: str, options: str | None) -> bool:
+    """Whether `options` (a pass's option text) sets an option that holds a pipeline."""
+    import re
+
+    keys = PIPELINE_OPTIONS.get(name, ())
+    return bool(options) and any(re.search(rf"(?:^|\s){k}\s*=", options or "") for k in keys)
 
 
 def catalogue_version() -> tuple[str, str]:
@@ -131,11 +146,13 @@ def catalogue_is_current() -> bool:
 __all__ = [
     "FRAGILE_PASSES",
     "NO_SUMMARY",
+    "PIPELINE_OPTIONS",
     "UpstreamPass",
     "UpstreamPassOption",
     "catalogue_is_current",
     "catalogue_version",
     "get_upstream_pass",
+    "holds_pipeline",
     "is_fragile",
     "is_upstream_pass",
     "upstream_passes",

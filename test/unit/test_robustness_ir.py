@@ -251,6 +251,42 @@ def test_bad_upstream_options_are_refused_before_the_pass_runs(element: str,
     assert info.value.diagnostics[0].file == "<pass-pipeline>"
 
 
+@pytest.mark.parametrize(("pipeline", "pattern"), [
+    # A module pipeline nested under func.func: LLVM ERROR, SIGABRT, in PassManager.parse.
+    ("builtin.module(func.func(sparsifier))",
+     r"<pass-pipeline>:1:26: error: pass 'sparsifier' runs on 'builtin.module', not on "
+     r"'func.func'$"),
+    ("builtin.module(inline{op-pipelines=func.func(sparsifier)})",
+     r"error: option 'op-pipelines' of pass 'inline': pass 'sparsifier' runs on "
+     r"'builtin.module', not on 'func.func'$"),
+    # Pipelines held in options are built when the pass runs: checked before...
+    ("builtin.module(inline{default-pipeline=bogus})",
+     r"error: option 'default-pipeline' of pass 'inline': unknown pass or pipeline 'bogus'$"),
+    ("builtin.module(composite-fixed-point-pass{name=x pipeline=func.func("
+     "affine-loop-unroll-jam{unroll-jam-factor=0})})",
+     r"error: option 'pipeline' of pass 'composite-fixed-point-pass': option "
+     r"'unroll-jam-factor' of pass 'affine-loop-unroll-jam': 0 is out of range"),
+])
+def test_pipelines_that_made_mlir_abort_are_errors(tmp_path: Path, pipeline: str,
+                                                   pattern: str) -> None:
+    path = tmp_path / "a.mlir"
+    path.write_text(AFFINE)
+    _one_clean_error(run_tool("accel-opt", str(path), f"--pass-pipeline={pipeline}"), pattern)
+
+
+def test_an_option_pipeline_that_aborts_at_run_time_runs_isolated(tmp_path: Path) -> None:
+    """...and run in a child: `sparsifier` as the inliner's default pipeline aborts there."""
+    path = tmp_path / "a.mlir"
+    path.write_text(AFFINE)
+    result = run_tool("accel-opt", str(path),
+                      "--pass-pipeline=builtin.module(inline{default-pipeline=sparsifier})")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(
+        f"{path}: error: upstream pass pipeline 'builtin.module(inline{{default-pipeline="
+        "sparsifier})' crashed (SIGABRT) on this input\n"), result.stderr
+    assert "LLVM ERROR" not in result.stderr
+
+
 def test_llvm_option_complaints_are_one_line_not_stray_stderr(capfd) -> None:
     from accel.pipeline import PipelineSyntaxError, parse_pipeline, plan
 
