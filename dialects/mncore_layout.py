@@ -143,6 +143,10 @@ def dtype_bits(dtype: object) -> int:
 
 
 # -- parsing --------------------------------------------------------------------------------
+#: Largest factor size or stride: sizes multiply to a tensor dimension, an int64.
+MAX_INTEGER = (1 << 63) - 1
+
+
 class _Parser:
     """Recursive descent over the notation; every error names its column and what it wanted."""
 
@@ -199,9 +203,12 @@ class _Parser:
         if size < 1:
             raise LayoutSyntaxError(f"factor size must be at least 1, got {size}", col)
         level = ADDRESS
-        if self._peek() == "_":
+        if self.text[self.pos : self.pos + 1] == "_":
             self.pos += 1  # no whitespace inside `N_LEVEL`
             level = self._name(LEVELS, "a level name after '_' (" + ", ".join(LEVELS) + ")")
+        elif self._peek() == "_":
+            raise LayoutSyntaxError(f"no space may separate '{size}' from '_' in "
+                                    f"'{size}_LEVEL'", self._column())
         self._expect(":", "':' and a stride after the factor size" if level == ADDRESS
                      else f"':' and a stride after '{size}_{level}'")
         stride = self._integer("a stride (a non-negative integer)")
@@ -254,11 +261,15 @@ class _Parser:
     def _integer(self, what: str) -> int:
         self._skip_ws()
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+        # ASCII digits only: str.isdigit() also takes full-width and other scripts' digits.
+        while self.pos < len(self.text) and "0" <= self.text[self.pos] <= "9":
             self.pos += 1
         if start == self.pos:
             self._fail(what)
-        return int(self.text[start : self.pos])
+        value = int(self.text[start : self.pos])
+        if value > MAX_INTEGER:
+            raise LayoutSyntaxError(f"{value} is out of range (max {MAX_INTEGER})", start + 1)
+        return value
 
     def _name(self, allowed: Sequence[str], what: str) -> str:
         start = self.pos

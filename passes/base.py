@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import math
 import re
 import typing
 from collections.abc import Iterator
@@ -191,8 +192,10 @@ def _convert(raw: str, tp: Any) -> Any:
             return False
         raise ValueError
     if tp is int:
-        return int(raw, 0)
+        return _int_value(raw)
     if tp is float:
+        if not _FLOAT.fullmatch(raw) or not math.isfinite(float(raw)):
+            raise ValueError
         return float(raw)
     if tp is str:
         return raw
@@ -202,6 +205,27 @@ def _convert(raw: str, tp: Any) -> Any:
                 return member
         raise ValueError
     raise ValueError
+
+
+#: Option numbers are plain ASCII: int() and float() would also take `1_0` and other
+#: scripts' digits, which no other tool reads the same way.
+_INT = re.compile(r"[+-]?(?:[0-9]+|0x[0-9a-fA-F]+)")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Int options end up as i64 attributes and loop bounds in the IR.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
+def _int_value(raw: str) -> int:
+    if not _INT.fullmatch(raw):
+        raise ValueError
+    value = int(raw, 0 if "x" in raw else 10)
+    if not INT_MIN <= value <= INT_MAX:
+        raise _OutOfRange(f"{raw} is out of range (min {INT_MIN}, max {INT_MAX})")
+    return value
 
 
 def _split_list(raw: str) -> list[str]:
@@ -285,6 +309,8 @@ def instantiate(cls: type[Pass], option_text: str) -> Pass:
             raw = "true"
         try:
             kwargs[info.name] = _convert(raw, info.type)
+        except _OutOfRange as err:
+            raise OptionError(cls, str(err), option=key) from None
         except (ValueError, TypeError):
             raise OptionError(
                 cls, f"bad value '{raw}' for option '{info.name}' (expected {type_name(info.type)})"
@@ -301,10 +327,11 @@ def instantiate(cls: type[Pass], option_text: str) -> Pass:
 class OptionError(AccelError):
     """Bad pass options; the message lists the valid ones with types and defaults."""
 
-    def __init__(self, cls: type[Pass], message: str):
+    def __init__(self, cls: type[Pass], message: str, option: str | None = None):
         opts = cls.options()
         valid = "; ".join(o.describe() for o in opts) if opts else "none"
-        super().__init__(f"pass '{cls.name}': {message}; valid options: {valid}")
+        what = f"option '{option}' of pass '{cls.name}'" if option else f"pass '{cls.name}'"
+        super().__init__(f"{what}: {message}; valid options: {valid}")
 
 
 # -- registry -----------------------------------------------------------------------------
@@ -324,6 +351,7 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
         raise TypeError(f"pass class {cls.__name__} needs a kebab-case `name`, got {name!r}")
     if not cls.summary():
         raise TypeError(f"pass class {cls.__name__} needs a docstring (its summary)")
+    _check_not_upstream(cls, name)
     old = _REGISTRY.get(name)
     if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
         raise ValueError(
@@ -332,6 +360,20 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     cls.options()  # resolve type hints now: a bad annotation fails at registration
     _REGISTRY[name] = cls
     return cls
+
+
+def _check_not_upstream(cls: type[Pass], name: str) -> None:
+    """A pass may not take an upstream pass's name: pipelines would run one where the
+    other was meant, depending on which is looked up first."""
+    try:
+        from accel.upstream_passes import get_upstream_pass
+    except ImportError:  # pragma: no cover - the catalogue ships with accel
+        return
+    upstream = get_upstream_pass(name)
+    if upstream is not None:
+        raise ValueError(
+            f"pass name '{name}' of class {cls.__qualname__} shadows the upstream "
+            f"MLIR pass '{name}' ({upstream.summary}); choose another name")
 
 
 def registered_passes() -> dict[str, type[Pass]]:

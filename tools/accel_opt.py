@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from accel.cli import exit_with, read_input, version_text
-from accel.diagnostics import AccelError, Diagnostic, from_mlir_error, relocate
+from accel.diagnostics import AccelError, Diagnostic, relocate
 
 SPLIT_MARKER = "// -----"
 _SPLIT_LINE = re.compile(r"^\s*//\s*-----\s*$")
@@ -164,8 +164,8 @@ class ChunkResult:
 
 def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> ChunkResult:
     from accel.context import make_context
-    from accel.ir import MLIRError, Module
     from accel.pipeline import RunConfig, dialect_errors, run_steps
+    from accel.safe_parse import parse_module
 
     a = opts.args
     filename = display_name(a.input)
@@ -181,10 +181,9 @@ def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> Ch
     with ctx:
         ctx.attach_diagnostic_handler(handler)
         try:
-            module = Module.parse(text)
-        except MLIRError as err:
-            return ChunkResult(None, collected + from_mlir_error(err, filename, line_offset)
-                               .diagnostics, False)
+            module = parse_module(text, filename, line_offset)
+        except AccelError as err:
+            return ChunkResult(None, collected + err.diagnostics, False)
         errors = dialect_errors(module.operation, filename, line_offset)
         if errors:
             return ChunkResult(None, collected + errors, False)
@@ -201,7 +200,8 @@ def process_chunk(text: str, line_offset: int, opts: Options, steps: list) -> Ch
             try:
                 run_steps(module, steps, cfg)
             except AccelError as err:
-                return ChunkResult(None, collected + err.diagnostics, False)
+                return ChunkResult(None, collected + cfg.emitted + err.diagnostics, False)
+            collected += cfg.emitted  # warnings of steps that ran in a child process
         out = module.operation.get_asm(print_generic_op_form=a.mlir_print_op_generic,
                                        enable_debug_info=a.mlir_print_debuginfo)
         return ChunkResult(str(out), collected, True)
@@ -308,14 +308,19 @@ def verify(expected: list[Expected], diags: list[Diagnostic], filename: str) -> 
 
 # -- main ---------------------------------------------------------------------------------
 def resolve_steps(opts: Options) -> list:
-    from accel.pipeline import parse_pipeline, pipeline_text, plan
+    from accel.pipeline import PIPELINE_FILE, parse_pipeline, pipeline_text, plan
 
     a = opts.args
-    if a.pass_pipeline and opts.passes:
+    if a.pass_pipeline is not None and opts.passes:
         raise AccelError("--pass-pipeline cannot be combined with short-form "
                          f"passes ({' '.join(opts.passes)})")
-    if a.pass_pipeline:
-        steps = plan(parse_pipeline(a.pass_pipeline))
+    if a.pass_pipeline is not None:
+        elements = parse_pipeline(a.pass_pipeline) if a.pass_pipeline.strip() else []
+        steps = plan(elements)
+        if not _names_a_pass(elements):
+            raise AccelError(f"empty pass pipeline '{a.pass_pipeline}': it names no pass "
+                             "(to only parse, verify and print the input, leave out "
+                             "--pass-pipeline)", file=PIPELINE_FILE, line=1, col=1)
     else:
         steps = []
         for element in opts.passes:
@@ -323,6 +328,10 @@ def resolve_steps(opts: Options) -> list:
     if a.dump_pass_pipeline:
         print(pipeline_text(steps), file=sys.stderr)
     return steps
+
+
+def _names_a_pass(elements: list) -> bool:
+    return any(_names_a_pass(e.children) if e.is_nest else True for e in elements)
 
 
 def _nest_short_form(element: str) -> str:

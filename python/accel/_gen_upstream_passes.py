@@ -330,9 +330,15 @@ def classify(err: str, option: str) -> str | None:
     msg = m.group(1)
     if "boolean argument" in msg:
         return "bool"
-    if re.search(r"for u(int|long|llong) argument", msg):
+    # `int`/`uint` are 32-bit (C int, unsigned); `long`, `llong` and their unsigned
+    # forms are 64-bit on the platforms the bindings ship for.
+    if re.search(r"for u(long|llong) argument", msg):
+        return "uint64"
+    if re.search(r"for uint argument", msg):
         return "uint"
-    if re.search(r"for (integer|long|llong) argument", msg):
+    if re.search(r"for (long|llong) argument", msg):
+        return "int64"
+    if re.search(r"for integer argument", msg):
         return "int"
     if "floating point argument" in msg:
         return "float"

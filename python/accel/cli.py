@@ -50,6 +50,12 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
         return 130
     except BrokenPipeError:
         return 1
+    except RecursionError:  # a nesting no check caught: say so, it is not an accel bug
+        if debug:
+            traceback.print_exc()
+        print(f"{tool_name()}: error: the input nests too deeply for accel (Python's recursion "
+              "limit was reached); flatten it", file=sys.stderr)
+        return 1
     except Exception as err:  # noqa: BLE001 - last line of defence: no tracebacks for users
         if debug:
             traceback.print_exc()

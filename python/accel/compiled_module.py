@@ -98,12 +98,13 @@ class CompiledModule:
         """The imported linalg-on-tensors MLIR module (parsed on first use)."""
         if self._module is None and self._module_text is not None:
             from accel.context import make_context
-            from accel.ir import Module, load_torch_dialects
+            from accel.ir import load_torch_dialects
+            from accel.safe_parse import parse_module
 
             ctx = make_context()
             load_torch_dialects(ctx)
-            with ctx:
-                self._module = Module.parse(self._module_text)
+            with ctx:  # the text may come from an artifact folder on disk: untrusted
+                self._module = parse_module(self._module_text, "model.mlir")
         return self._module
 
     @module.setter

@@ -90,6 +90,9 @@ class RunConfig:
     plugins: tuple[str, ...] = ()
     #: Extra `accel-opt` flags that the reproducer command must carry.
     extra_flags: tuple[str, ...] = ()
+    #: Warnings and remarks of steps run in a child process (`isolated`), which the
+    #: context's diagnostic handler never sees.
+    emitted: list[Diagnostic] = field(default_factory=list)
 
 
 def build_pass_manager(steps: Sequence[Step], cfg: RunConfig,
@@ -173,26 +176,96 @@ def run_steps(module: Module | Operation, steps: Sequence[Step], cfg: RunConfig 
     op = getattr(module, "operation", module)
     original = op.get_asm(print_generic_op_form=True, assume_verified=True) if cfg.reproducer \
         else ""
-    failures: list[Diagnostic] = []
-    pm = build_pass_manager(steps, cfg, failures)
     start = time.perf_counter()
-    try:
-        pm.run(op)
-    except MLIRError as err:
-        error = from_mlir_error(err, cfg.filename, cfg.line_offset)
-        if failures:
-            error = AccelError(failures[0].message, diagnostics=failures)
-        if cfg.print_ir_after_failure:
-            _print_ir_after_failure(op, cfg)
-        raise _with_reproducer(error, original, steps, cfg) from None
-    finally:
-        del pm  # flushes the timing report now, not at interpreter exit
+    for segment in _segments(steps):
+        try:
+            if isolated(segment[0]):
+                _run_isolated(op, segment[0], cfg)  # type: ignore[arg-type]
+            else:
+                _run_in_process(op, segment, cfg)
+        except AccelError as error:
+            if cfg.print_ir_after_failure:
+                _print_ir_after_failure(op, cfg)
+            raise _with_reproducer(error, original, steps, cfg) from None
     errors = dialect_errors(op, cfg.filename, cfg.line_offset)
     if errors:
         raise _with_reproducer(AccelError(errors[0].message, diagnostics=errors), original,
                                steps, cfg)
     if timings is not None:
         timings.append((pipeline_text(steps), time.perf_counter() - start))
+
+
+def _run_in_process(op: Operation, steps: Sequence[Step], cfg: RunConfig) -> None:
+    failures: list[Diagnostic] = []
+    pm = build_pass_manager(steps, cfg, failures)
+    try:
+        pm.run(op)
+    except MLIRError as err:
+        if failures:
+            raise AccelError(failures[0].message, diagnostics=failures) from None
+        raise from_mlir_error(err, cfg.filename, cfg.line_offset) from None
+    finally:
+        del pm  # flushes the timing report now, not at interpreter exit
+
+
+def isolated(step: Step) -> bool:
+    """Whether `step` runs in a child process: upstream passes that may crash
+    (`accel.upstream_passes.is_fragile`)."""
+    from accel.upstream_passes import is_fragile
+
+    return isinstance(step, UpstreamStep) and any(is_fragile(e.name, e.options)
+                                                  for e in step.elements)
+
+
+def _segments(steps: Sequence[Step]) -> list[list[Step]]:
+    """Runs of steps sharing one pass manager; an isolated step is a segment of its own."""
+    out: list[list[Step]] = []
+    for step in steps:
+        if isolated(step) or not out or isolated(out[-1][0]):
+            out.append([step])
+        else:
+            out[-1].append(step)
+    return out
+
+
+def _run_isolated(op: Operation, step: UpstreamStep, cfg: RunConfig) -> None:
+    """Run `step` on a copy of `op` in a forked child and take over its result."""
+    from accel.diagnostics import relocate
+    from accel.isolation import IsolatedFailure, run_diagnosed_isolated
+
+    text = pipeline_text([step])
+    asm = op.get_asm(enable_debug_info=True, print_generic_op_form=True, assume_verified=True)
+    try:
+        result = run_diagnosed_isolated(asm, text, like=op.context)
+    except IsolatedFailure as why:
+        raise AccelError(f"upstream pass pipeline '{text}' {why} on this input",
+                         file=cfg.filename) from None
+
+    def convert(d: list) -> Diagnostic:  # [severity, message, location, notes]
+        file, line, col = relocate(d[2], cfg.filename, cfg.line_offset)
+        return Diagnostic(d[0], d[1], file, line, col, [convert(n) for n in d[3]])
+
+    diags = [convert(d) for d in result["diagnostics"]]
+    errors = [d for d in diags if d.severity == "error"]
+    cfg.emitted.extend(d for d in diags if d.severity != "error")
+    if result["ir"] is None or errors:
+        errors = errors or [Diagnostic("error", f"upstream pass pipeline '{text}' failed",
+                                       cfg.filename)]
+        raise AccelError(errors[0].message, diagnostics=errors)
+    _replace_module(op, Module.parse(result["ir"], op.context).operation)
+
+
+def _replace_module(op: Operation, new: Operation) -> None:
+    """Make module `op` hold `new`'s attributes and body (ops are moved, not copied)."""
+    body = op.regions[0].blocks[0]
+    for child in list(body.operations):
+        child.operation.erase()
+    for child in list(new.regions[0].blocks[0].operations):
+        body.append(child.operation)
+    for name in list(op.attributes):  # iterating attributes yields their names
+        del op.attributes[name]
+    for name in list(new.attributes):
+        op.attributes[name] = new.attributes[name]
 
 
 def dialect_errors(op: Operation, filename: str, line_offset: int = 0) -> list[Diagnostic]:

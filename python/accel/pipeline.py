@@ -16,6 +16,7 @@ and the error carries a note with the exact `accel-opt` command that reproduces 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 from accel.diagnostics import AccelError
@@ -32,6 +33,11 @@ from accel.pass_run import (  # noqa: F401 - the pipeline API re-exports the run
 )
 
 PIPELINE_FILE = "<pass-pipeline>"
+#: Deepest nesting of `(` and `{` in a textual pipeline: real ones nest a handful of levels
+#: (builtin.module(gpu.module(func.func(...)))); parsing and planning recurse per level.
+MAX_PIPELINE_DEPTH = 64
+#: An op anchor of a nested pipeline: an op name with its dialect (`func.func`), or `any`.
+_OP_NAME = re.compile(r"[A-Za-z_][\w$]*\.[\w$.]+|any")
 
 
 class PipelineSyntaxError(AccelError):
@@ -41,10 +47,26 @@ class PipelineSyntaxError(AccelError):
 
 def parse_pipeline(text: str, *, source: str = PIPELINE_FILE) -> list[Element]:
     """Parse `a,b{x=1},func.func(c)` into elements (no implicit anchor added)."""
+    _check_depth(text, source)
     elements, pos = _parse_list(text, 0, source)
     if pos != len(text):
         raise PipelineSyntaxError(f"unexpected '{text[pos]}' in pass pipeline", pos + 1, source)
     return elements
+
+
+def _check_depth(text: str, source: str) -> None:
+    depth, deepest, where = 0, 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({":
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_PIPELINE_DEPTH and not where:
+                where = i + 1
+        elif ch in ")}":
+            depth -= 1
+    if deepest > MAX_PIPELINE_DEPTH:
+        raise PipelineSyntaxError(f"pass pipeline nests too deeply ({deepest} levels, max "
+                                  f"{MAX_PIPELINE_DEPTH})", where, source)
 
 
 def _parse_list(text: str, pos: int, source: str) -> tuple[list[Element], int]:
@@ -125,6 +147,7 @@ def plan(elements: Sequence[Element], *, source: str = PIPELINE_FILE) -> list[St
     def visit(items: Sequence[Element], path: tuple[str, ...]) -> None:
         for element in items:
             if element.is_nest:
+                _check_anchor(element, source)
                 visit(element.children or [], (*path, element.name))
                 continue
             cls = lookup_pass(element.name)
@@ -155,26 +178,147 @@ def plan(elements: Sequence[Element], *, source: str = PIPELINE_FILE) -> list[St
     return steps
 
 
+def _check_anchor(element: Element, source: str) -> None:
+    """`name(...)` nests a pipeline under ops called `name`: that must be an op name, not a
+    pass (MLIR would take any word as an op name and the passes inside would never run)."""
+    if _OP_NAME.fullmatch(element.name):
+        return
+    if element.name in all_pass_names():
+        raise PipelineSyntaxError(
+            f"pass '{element.name}' takes no nested pipeline: '{element.name}(...)' nests "
+            "passes under an op; anchors are op names such as 'func.func' or "
+            "'builtin.module'", element.col, source)
+    raise PipelineSyntaxError(
+        f"unknown pass or pipeline '{element.name}'{_did_you_mean(element.name)}; "
+        "'name(...)' nests passes under an op, and an op name has a dialect prefix "
+        "('func.func')", element.col, source)
+
+
 def _check_upstream(element: Element, path: tuple[str, ...], source: str) -> None:
     """Validate an upstream pass name and options at its nesting path, for a located error."""
+    from accel.upstream_checks import OptionValueError, check_options
+    from accel.upstream_passes import get_upstream_pass, holds_pipeline
+
+    info = get_upstream_pass(element.name)
+    nest = path[-1] if path else "builtin.module"
+    if info is not None and info.anchor not in (None, nest) and nest != "any":
+        # The bindings abort the process (LLVM ERROR) for a pipeline nested on the wrong op.
+        raise PipelineSyntaxError(
+            f"pass '{element.name}' runs on '{info.anchor}', not on '{nest}'"
+            + (f": nest it as '{info.anchor}({element.name})'" if not path else ""),
+            element.col, source)
+    try:
+        check_options(element.name, element.options)
+    except OptionValueError as err:
+        raise PipelineSyntaxError(str(err), element.col, source) from None
+    if holds_pipeline(element.name, element.options):
+        _check_option_pipelines(element, source)
     text = element.text()
     for op in reversed(path):
         text = f"{op}({text})"
-    try:
-        with _validation_context():
-            PassManager.parse(f"builtin.module({text})")
+    # A pipeline inside an option is built while parsing: nested on the wrong op it makes
+    # LLVM abort the process, so such elements are parsed in a child process.
+    verdict = _isolated_verdict if holds_pipeline(element.name, element.options) \
+        else _bindings_verdict
+    message, llvm_says = verdict(f"builtin.module({text})")
+    if message is None:
         return
-    except ValueError as err:
-        message = str(err)
     if "does not refer to a registered pass" in message:
         raise PipelineSyntaxError(
             f"unknown pass or pipeline '{element.name}'{_did_you_mean(element.name)}",
             element.col, source)
     detail = next((line.strip() for line in message.splitlines() if line.strip()), message)
     detail = detail.replace("<Pass-Options-Parser>: ", "")
+    fatal = re.search(r"LLVM ERROR: (.*)", llvm_says)
+    if fatal:
+        detail = f"{detail}: {fatal.group(1).strip()}"
+    said = re.search(r"for the -+([\w-]+) option: (.*)", llvm_says)
+    if said:  # LLVM's own words name the option and the value; the bindings' do not
+        what = said.group(2).strip()
+        enum = re.fullmatch(r"Cannot find option named '(.*)'!", what)
+        what = f"'{enum.group(1)}' is not one of its values" if enum else what
+        detail = f"option '{said.group(1)}': {what}"
     valid = _upstream_option_list(element.name) if "option" in detail else ""
     suffix = f"; valid options: {valid}" if valid else ""
     raise PipelineSyntaxError(f"pass '{element.name}': {detail}{suffix}", element.col, source)
+
+
+def _check_option_pipelines(element: Element, source: str) -> None:
+    """The pipelines held in options (`inline{default-pipeline=...}`): accel's checks, on
+    whatever op the pass hands them (`any`); upstream passes only."""
+    from accel.passes.base import split_options
+    from accel.upstream_passes import PIPELINE_OPTIONS
+
+    for key, value in split_options(element.options or ""):
+        if key not in PIPELINE_OPTIONS.get(element.name, ()) or not value:
+            continue
+        where = f"option '{key}' of pass '{element.name}'"
+        try:
+            steps = plan([Element("any", children=parse_pipeline(value, source=source))],
+                         source=source)
+        except PipelineSyntaxError as err:
+            raise PipelineSyntaxError(f"{where}: {err}", element.col, source) from None
+        python = [s for s in steps if isinstance(s, PythonStep)]
+        if python:
+            raise PipelineSyntaxError(
+                f"{where}: accel pass '{python[0].instance.name}' cannot run inside an "  # type: ignore[attr-defined]
+                "upstream pass", element.col, source)
+
+
+def _bindings_verdict(pipeline: str) -> tuple[str | None, str]:
+    """(the bindings' error for `pipeline` or None, what LLVM printed to stderr meanwhile).
+
+    LLVM's option parser prints its complaint straight to file descriptor 2, so that is
+    captured around the parse (accel's error says it once, in one line). Pipelines that
+    parse are remembered: the same ones are planned again and again (every compile).
+    """
+    from accel.isolation import captured_stderr
+
+    if pipeline in _PARSED:
+        return None, ""
+    with captured_stderr() as said:
+        try:
+            with _validation_context():
+                PassManager.parse(pipeline)
+            message = None
+        except ValueError as err:
+            message = str(err)
+    if message is None and len(_PARSED) < 4096:
+        _PARSED.add(pipeline)
+    return message, said()
+
+
+_PARSED: set[str] = set()
+
+
+def _isolated_verdict(pipeline: str) -> tuple[str | None, str]:
+    """`_bindings_verdict` in a forked child, for pipelines whose parse may abort."""
+    import os
+    import tempfile
+
+    from accel.isolation import IsolatedFailure, run_isolated
+
+    if pipeline in _PARSED:
+        return None, ""
+    with tempfile.TemporaryFile() as log:
+        def work() -> bytes:
+            os.dup2(log.fileno(), 2)
+            with Context():
+                try:
+                    PassManager.parse(pipeline)
+                except ValueError as err:
+                    return str(err).encode() or b"?"
+            return b""
+
+        try:
+            message = run_isolated(work, timeout=60).decode(errors="replace") or None
+        except IsolatedFailure as why:
+            message = f"MLIR aborted while building the pipeline ({why.signal or why})"
+        log.seek(0)
+        said = log.read().decode(errors="replace")
+    if message is None:
+        _PARSED.add(pipeline)
+    return message, said
 
 
 _VALIDATION_CONTEXT: list[Context] = []

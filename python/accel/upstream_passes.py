@@ -22,6 +22,22 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+#: Upstream passes that crash (or have crashed) on some inputs even with valid options:
+#: `accel.pass_run` runs them in a forked child (`accel.isolation`). Option values known to
+#: crash passes are refused earlier (`accel.upstream_checks.LIMITS`).
+FRAGILE_PASSES = frozenset({
+    "affine-loop-fusion",  # llvm-project issues 212046, 212048
+    "affine-loop-tile",
+    "affine-loop-unroll-jam",
+    "linalg-block-pack-matmul",
+})
+
+#: Options whose value is a pass pipeline, which the pass builds when it runs (a pipeline
+#: that fails to build there aborts the process, or is reported and skipped): such elements
+#: are checked by accel's pipeline parser and run isolated too.
+PIPELINE_OPTIONS = {"inline": ("default-pipeline", "op-pipelines"),
+                    "composite-fixed-point-pass": ("pipeline",)}
+
 #: Shown in place of a summary the generator could not determine reliably.
 NO_SUMMARY = "(upstream pass; no summary available)"
 
@@ -31,8 +47,9 @@ class UpstreamPassOption:
     """One option of an upstream pass.
 
     `default` is the value `str(PassManager)` prints ("" for an empty string or list), None
-    when unknown (pipeline options). `type` is one of "bool", "int", "uint", "float",
-    "string", "enum", "list", "pipeline" (a textual pass pipeline), or None when unknown.
+    when unknown (pipeline options). `type` is one of "bool", "int", "uint" (32-bit),
+    "int64", "uint64", "float", "string", "enum", "list", "pipeline" (a textual pass
+    pipeline), or None when unknown.
     """
 
     name: str
@@ -96,6 +113,20 @@ def get_upstream_pass(name: str) -> UpstreamPass | None:
     return _catalogue().get(name)
 
 
+def is_fragile(name: str, options: str | None = None) -> bool:
+    """Whether upstream pass `name` with option text `options` must run isolated
+    (`FRAGILE_PASSES`, or an option holding a pipeline: `PIPELINE_OPTIONS`)."""
+    return name in FRAGILE_PASSES or holds_pipeline(name, options)
+
+
+def holds_pipeline(name: str, options: str | None) -> bool:
+    """Whether `options` (a pass's option text) sets an option that holds a pipeline."""
+    import re
+
+    keys = PIPELINE_OPTIONS.get(name, ())
+    return bool(options) and any(re.search(rf"(?:^|\s){k}\s*=", options or "") for k in keys)
+
+
 def catalogue_version() -> tuple[str, str]:
     """(provider, version) of the bindings the catalogue was generated from."""
     return _data()["provider"], _data()["provider_version"]
@@ -113,12 +144,16 @@ def catalogue_is_current() -> bool:
 
 
 __all__ = [
+    "FRAGILE_PASSES",
     "NO_SUMMARY",
+    "PIPELINE_OPTIONS",
     "UpstreamPass",
     "UpstreamPassOption",
     "catalogue_is_current",
     "catalogue_version",
     "get_upstream_pass",
+    "holds_pipeline",
+    "is_fragile",
     "is_upstream_pass",
     "upstream_passes",
 ]

@@ -116,13 +116,14 @@ def test_spot_options() -> None:
         found = {o.name: (o.default, o.type) for o in info.options}
         return found[option]
 
-    assert opt("canonicalize", "max-iterations") == ("10", "int")
+    assert opt("canonicalize", "max-iterations") == ("10", "int64")  # a C++ `long`
     assert opt("canonicalize", "top-down") == ("true", "bool")
     assert opt("canonicalize", "region-simplify") == ("normal", "enum")
     assert opt("canonicalize", "disable-patterns") == ("", "list")
     assert opt("affine-loop-fusion", "compute-tolerance") == ("3.000000e-01", "float")
     assert opt("affine-loop-fusion", "mode") == ("greedy", "enum")
-    assert opt("affine-loop-tile", "tile-size") == ("0", "uint")
+    assert opt("affine-loop-tile", "tile-size") == ("0", "uint")  # a C++ `unsigned`
+    assert opt("affine-loop-tile", "cache-size") == ("512", "uint64")
     assert opt("one-shot-bufferize", "dialect-filter") == ("", "list")
     assert opt("one-shot-bufferize", "bufferize-function-boundaries") == ("false", "bool")
     assert opt("inline", "default-pipeline") == ("canonicalize", "string")
@@ -205,6 +206,7 @@ def test_every_option_is_accepted_and_unknown_ones_are_not() -> None:
 def test_option_types_agree_with_the_option_parser() -> None:
     with gen.Prober() as prober:
         bad = {"bool": "boolean argument", "int": "argument", "uint": "argument",
+               "int64": "long argument", "uint64": "long argument",
                "float": "floating point argument", "enum": "Cannot find option named"}
         for p in upstream_passes():
             for o in p.options:
@@ -245,7 +247,11 @@ def test_option_slots_and_classify() -> None:
     err = ": for the --n option: 'zz9q' value invalid for uint argument!"
     assert gen.classify(err, "n") == "uint"
     assert gen.classify(": for the -O option: 'x' value invalid for long argument!", "O") \
+        == "int64"
+    assert gen.classify(": for the -O option: 'x' value invalid for integer argument!", "O") \
         == "int"
+    assert gen.classify(": for the -n option: 'x' value invalid for ulong argument!", "n") \
+        == "uint64"
     assert gen.classify("something else", "n") is None
     text = "Passes:\n  --cse   -   Eliminate\n    --opt=<long>  - d\n    =v  -   e\n  --x  -   y\n"
     assert gen.parse_opt_listing(text) == {"cse": ("Eliminate", {"opt"}), "x": ("y", set())}

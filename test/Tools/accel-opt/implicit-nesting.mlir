@@ -7,8 +7,14 @@
 // CHECK-LABEL: func.func @f
 // NESTED-LABEL: func.func @f
 // A textual pipeline must nest it explicitly (negative case: no implicit nesting there).
-// ERR: <pass-pipeline>:1:16: error: pass 'affine-scalrep': Can't add pass 'AffineScalarReplacement' restricted to 'func.func' on a PassManager intended to run on 'builtin.module', did you intend to nest?
+// ERR: <pass-pipeline>:1:16: error: pass 'affine-scalrep' runs on 'func.func', not on 'builtin.module': nest it as 'func.func(affine-scalrep)'
 // ERR-NOT: valid options
 func.func @f() {
   return
 }
+
+// A module pipeline nested under func.func used to abort the process (LLVM ERROR).
+// RUN: not accel-opt %s --pass-pipeline='builtin.module(func.func(sparsifier))' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PIPE
+// PIPE: <pass-pipeline>:1:26: error: pass 'sparsifier' runs on 'builtin.module', not on 'func.func'
+// PIPE-NOT: LLVM ERROR

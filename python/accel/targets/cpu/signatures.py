@@ -9,9 +9,8 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from accel.diagnostics import AccelError, from_mlir_error, relocate
+from accel.diagnostics import AccelError, relocate
 from accel.ir import (
-    MLIRError,
     Module,
     Operation,
     enable_torch_mlir_extensions,
@@ -21,6 +20,7 @@ from accel.ir import (
 from accel.runtime.dtypes import DTYPES, UNSIGNED_ATTR
 from accel.runtime.signature import Signature, ValueSpec
 from accel.runtime.weights import check_bindings
+from accel.safe_parse import parse_module
 
 
 @contextmanager
@@ -38,10 +38,7 @@ def parsed(source: str | Module, filename: str,
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
-        try:
-            module = Module.parse(source)
-        except MLIRError as err:
-            raise from_mlir_error(err, filename) from None
+        module = parse_module(source, filename)
         mark_tensor_args_read_only(module)
         specs = external_globals(module)
         if weights is not None:

@@ -48,6 +48,7 @@ from typing import Any
 from accel.diagnostics import AccelError
 from accel.dialects.mncore_layout import HIERARCHY, Layout, LayoutSyntaxError
 from accel.targets.mncore.graph import ELEMENTWISE, Graph, Layer
+from accel.targets.mncore.option_json import int_env
 
 PLANNERS = ("lpz", "bidi", "legacy")
 ROW, COL = "row", "col"
@@ -272,7 +273,7 @@ class _Planner:
                  bits_of: Mapping[str, int]):
         self.graph, self.specs, self.envs = graph, specs, envs
         self.bits = bits_of
-        self.max_time = int(envs.get("CODEGEN_MAX_TIME_SLICE", "256") or 256)
+        self.max_time = int_env(envs, "CODEGEN_MAX_TIME_SLICE", 256, minimum=1)
         self.fixed_out: dict[str, str] = {}
         self.fixed_in: dict[tuple[str, int], str] = {}
         self.used: set[str] = set()

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from accel.diagnostics import AccelError
 from accel.options import OPTIONS, OptionError, check_value, parse_text
 
 PRESETS = ("O0", "O1", "O2", "O3", "O4", "debug")
@@ -136,3 +138,17 @@ def option_file(options: Mapping[str, Any], envs: Mapping[str, str], name: str) 
 def _text(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) \
         else str(value)
+
+
+def int_env(envs: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    """A CODEGEN_* variable's integer value (`default` when unset or empty): plain ASCII
+    digits, as the MLSDK's C++ reads them (`int()` would also take `1_0` or `４`)."""
+    text = envs.get(name)
+    if text in (None, ""):
+        return default
+    if not re.fullmatch(r"-?[0-9]{1,18}", str(text).strip()):
+        raise AccelError(f"environment {name}={text!r}: expected an integer")
+    value = int(str(text).strip())
+    if value < minimum:
+        raise AccelError(f"environment {name}={text!r}: must be at least {minimum}")
+    return value

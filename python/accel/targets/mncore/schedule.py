@@ -44,6 +44,7 @@ from accel.diagnostics import AccelError
 from accel.targets.mncore import arch
 from accel.targets.mncore.graph import ELEMENTWISE, GEMMS, Graph, Layer
 from accel.targets.mncore.layouts import FUSED_RELAYOUT_FRACTION, Plan
+from accel.targets.mncore.option_json import int_env
 
 SCHEDULERS = ("always_from_dram", "reuse_consecutive", "spill_opt", "auto_recompute_sa")
 SIMULATION_MODES = ("auto", "default", "fast", "best", "full", "fake")
@@ -229,10 +230,10 @@ def schedule(graph: Graph, cost: CostModel, scheduler: str, envs: Mapping[str, s
         raise AccelError(f"unknown scheduler {scheduler!r} (choose from {', '.join(SCHEDULERS)})")
     if scheduler != "auto_recompute_sa":
         return simulate(graph, cost, scheduler)
-    steps = _int_env(envs, "CODEGEN_SA_STEPS", DEFAULT_SA_STEPS)
+    steps = int_env(envs, "CODEGEN_SA_STEPS", DEFAULT_SA_STEPS)
     if sa_expected_run_iters > 0:
         steps = min(steps, SA_STEPS_PER_RUN * sa_expected_run_iters)
-    chains = max(1, _int_env(envs, "CODEGEN_NUM_SA_THREADS", 1))
+    chains = max(1, int_env(envs, "CODEGEN_NUM_SA_THREADS", 1))
     best = min((simulate(graph, cost, s) for s in ("spill_opt", "reuse_consecutive")),
                key=lambda s: s.time_s)
     for seed in range(chains):
@@ -241,16 +242,6 @@ def schedule(graph: Graph, cost: CostModel, scheduler: str, envs: Mapping[str, s
             best = found
     best.scheduler, best.sa_steps = "auto_recompute_sa", steps * chains
     return best
-
-
-def _int_env(envs: Mapping[str, str], name: str, default: int) -> int:
-    text = envs.get(name)
-    if text in (None, ""):
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise AccelError(f"environment {name}={text!r}: expected an integer") from None
 
 
 def _anneal(graph: Graph, cost: CostModel, steps: int, seed: int) -> Schedule:

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from accel.diagnostics import AccelError
-from accel.ir import Module, Operation, enable_torch_mlir_extensions, ir, load_torch_dialects
+from accel.ir import Operation, enable_torch_mlir_extensions, ir, load_torch_dialects
 from accel.runtime.dtypes import DTYPES
+from accel.safe_parse import parse_module
 from accel.targets.cpu import signatures as abi
 from accel.targets.cpu.pipelines import pipeline_text
 from accel.targets.nvgpu import pipelines
@@ -119,7 +120,7 @@ def emulate_kernels(text: str, opts: Mapping[str, Any], *,
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
-        module = Module.parse(text)
+        module = parse_module(text, opts.get("filename", "<input>"))
         abi.mark_tensor_args_read_only(module)
         fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
         for passes in (fuse, bufferize, to_gpu):

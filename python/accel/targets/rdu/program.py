@@ -115,7 +115,7 @@ def compile_program(module_text: str, options: Mapping[str, Any],
                     weights: Mapping[str, np.ndarray] | None) -> RduProgram:
     from accel import phases
     from accel.context import make_context
-    from accel.ir import MLIRError, Module, enable_torch_mlir_extensions, load_torch_dialects
+    from accel.ir import enable_torch_mlir_extensions, load_torch_dialects
     from accel.passes.rdu import sections as sec
     from accel.passes.rdu.sectioning import Hypersections, Sectioning
     from accel.pipeline import RunConfig, run_passes
@@ -137,12 +137,12 @@ def compile_program(module_text: str, options: Mapping[str, Any],
     enable_torch_mlir_extensions()
     with make_context() as ctx:
         load_torch_dialects(ctx)
-        try:
-            module = Module.parse(module_text) if isinstance(module_text, str) else module_text
-        except MLIRError as err:
-            from accel.diagnostics import from_mlir_error
+        if isinstance(module_text, str):
+            from accel.safe_parse import parse_module
 
-            raise from_mlir_error(err, filename, context="parsing") from None
+            module = parse_module(module_text, filename)
+        else:
+            module = module_text
         # verify_each=False: IRDL makes every value of a variadic group share one type, so
         # rdu.section ops with operands of different types do not pass the IRDL verifier
         # (docs/rdu.md, "Limits"); the rdu module verifier (resources, indices,
