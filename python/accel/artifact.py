@@ -41,6 +41,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def folder_path(folder: Any, what: str) -> Path:
+    """`folder` (str, bytes or os.PathLike) as a Path; `TypeError` naming the argument."""
+    try:
+        return Path(os.fsdecode(os.fspath(folder)))
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str or os.PathLike), got "
+                        f"{type(folder).__name__}") from None
+
+
 def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
                     options: Mapping[str, Any], model_mlir: str | None = None) -> Path:
     """Write a target's executable (e.g. a `compile_mlir` result) as an artifact folder
@@ -50,9 +59,9 @@ def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: s
     if entry not in executable.functions:
         raise AccelError(f"no public function @{entry} to save; available: "
                          f"{', '.join('@' + n for n in executable.functions) or 'none'}")
+    out = folder_path(folder, "save: folder")
     options = dict(options)
     target = targets.get(options.get("target", "cpu"))
-    out = Path(folder)
     sig = executable.functions[entry]
     manifest: dict[str, Any] = {
         "format": FORMAT_VERSION,
@@ -93,7 +102,7 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
     """
     from accel import targets
 
-    root = Path(folder)
+    root = folder_path(folder, "accel.load: folder")
     manifest = read_manifest(root)
     try:
         signatures = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}

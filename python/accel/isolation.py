@@ -13,6 +13,7 @@ imported again; the child touches only MLIR and exits with `os._exit`.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import select
 import signal
@@ -38,6 +39,9 @@ def run_pipeline_isolated(text: str, pipeline: str, timeout: float = DEFAULT_TIM
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
+        # A crash here is expected and reported by the parent: no "Fatal Python error" dump
+        # on the user's terminal (pytest and `python -X faulthandler` enable one).
+        faulthandler.disable()
         os.close(read_fd)
         _child(text, pipeline, write_fd)
     os.close(write_fd)

@@ -109,11 +109,19 @@ def _reusable_object(root: Path, manifest: Mapping[str, Any],
 
     if manifest.get("versions") != environment() or MODULE_O not in files:
         return None
+    from accel.llvm.elf import object_problem
+
     try:
-        return checked_file(root, MODULE_O, files)
+        data = checked_file(root, MODULE_O, files)
     except AccelError as err:
         log.warning("accel: %s; compiling %s instead", err, MODULE_LL)
         return None
+    problem = object_problem(data)
+    if problem:  # LLVM's loader would crash on it
+        log.warning("accel: artifact '%s': %s is damaged (%s); compiling %s instead", root,
+                    MODULE_O, problem, MODULE_LL)
+        return None
+    return data
 
 
 TARGET = CpuTarget()
