@@ -31,7 +31,7 @@ from accel.diagnostics import AccelError
 from accel.runtime.signature import ValueSpec, signature_from_json, signature_to_json
 
 #: Bump when the folder layout changes: older folders then get a clear error.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 MODEL_MLIR = "model.mlir"
 WEIGHTS = "weights"
@@ -113,12 +113,42 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
         target = targets.get(manifest.get("target", "cpu"))
     except (KeyError, TypeError, ValueError) as err:
         raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
+    options = _checked_options(root, options)
     arrays = load_weights(root, manifest.get("weights", {}))
     executable = target.load(root, manifest, arrays)
     options["verify_numerics"] = False  # no eager model to compare with
-    module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
-        if (root / MODEL_MLIR).is_file() else None
-    return Loaded(executable, entry, options, module)
+    return Loaded(executable, entry, options, _model_mlir(root))
+
+
+def _checked_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's options that accel knows, each valid (they decide how calls run:
+    threads, iterations); others are dropped (an internal setting such as `filename`)."""
+    from accel.options import FROM_TARGET, OPTIONS, OptionError, check_value
+
+    known = {}
+    for key, value in options.items():
+        option = OPTIONS.get(key) if isinstance(key, str) else None
+        if option is None:
+            continue
+        try:
+            if option.choices == FROM_TARGET:  # the target checks its own names
+                if not isinstance(value, str):
+                    raise OptionError(f"option '{key}' must be a string")
+            else:
+                check_value(option, value)
+        except (OptionError, NotImplementedError) as err:
+            raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
+        known[key] = value
+    return known
+
+
+def _model_mlir(root: Path) -> str | None:
+    """The folder's model.mlir (for `module_text()` only: nothing runs it); None when it is
+    missing or unreadable."""
+    try:
+        return read_regular(root / MODEL_MLIR, 1 << 30).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_manifest(root: Path) -> dict[str, Any]:

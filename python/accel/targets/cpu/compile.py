@@ -62,8 +62,11 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
                                     f"{type(filename).__name__}")
     given.setdefault("target", "cpu")
     resolved = table.resolve(given, extra={"filename": filename})
-    if resolved["target"] == "cpu":  # e.g. float_dtype: refused, never silently ignored
-        check(resolved)
+    if resolved["target"] != "cpu":  # the other targets compile through accel.compile
+        raise table.OptionError(f"compile_mlir compiles for the host CPU (target 'cpu'), "
+                                f"got target {resolved['target']!r}: use accel-compile "
+                                f"--target {resolved['target']} or accel.compile")
+    check(resolved)  # e.g. float_dtype: refused, never silently ignored
     return resolved
 
 
