@@ -222,8 +222,9 @@ def load_weights(folder: Path, entries: Any) -> dict[str, np.ndarray]:
                 (("file", str), ("dtype", str), ("shape", list), ("sha256", str))):
             raise AccelError(f"artifact '{folder}': malformed {MANIFEST} (weight {name!r})")
         rel = entry["file"]
-        path = (folder / rel).resolve()
-        if folder.resolve() not in path.parents:
+        # realpath, not Path.resolve: a symlink loop must not raise RuntimeError.
+        path = Path(os.path.realpath(folder / rel))
+        if Path(os.path.realpath(folder)) not in path.parents:
             raise AccelError(f"artifact '{folder}': weight file {rel} is outside the folder")
         try:
             checked_file(folder, rel, {rel: entry["sha256"]})

@@ -28,9 +28,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import pool  # noqa: E402 - after the path: the harness's own modules
-from cases import FAMILIES, Generator  # noqa: E402
-from fixtures import build, corpus  # noqa: E402
+import fz_pool  # noqa: E402 - after the path: the harness's own modules
+from fz_cases import FAMILIES, Generator  # noqa: E402
+from fz_fixtures import build, corpus  # noqa: E402
 
 OUTCOMES = ("ok", "clean", "defect")
 
@@ -70,7 +70,7 @@ def run(*, seed: int, count: int, families: tuple[str, ...], workers: int, timeo
         fixtures, catalog = prepare(work)
         gen = Generator(seed, families, corpus(), catalog, quick=quick)
         cases = (gen.case(i) for i in range(start, start + count))
-        results = pool.run_all(cases, fixtures, work, workers=workers, timeout=timeout,
+        results = fz_pool.run_all(cases, fixtures, work, workers=workers, timeout=timeout,
                                deadline=None if time_limit is None else began + time_limit,
                                verbose=verbose)
     finally:
@@ -137,7 +137,7 @@ def replay(path: Path, timeout: float) -> int:
     try:
         os.environ["ACCEL_CACHE_DIR"] = str(work / "cache")
         fixtures, _ = prepare(work)
-        ((_, result),) = pool.run_all(iter([case]), fixtures, work, workers=1,
+        ((_, result),) = fz_pool.run_all(iter([case]), fixtures, work, workers=1,
                                       timeout=timeout, deadline=None)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from execute import (
+from fz_execute import (
     ADD_X,
     ADD_Y,
     Env,
@@ -48,7 +48,14 @@ def _save_manifest(root: Path, manifest: dict[str, Any]) -> None:
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+def _regular(path: Path) -> bool:
+    """Damage only regular files (an earlier op may have made it a FIFO or /dev/zero)."""
+    return path.is_file() and not path.is_symlink()
+
+
 def _flip(path: Path, rng: random.Random, count: int = 4) -> None:
+    if not _regular(path):
+        return
     data = bytearray(path.read_bytes())
     if not data:
         path.write_bytes(b"\x00")
@@ -79,6 +86,8 @@ def _pick_node(node: Any, rng: random.Random) -> tuple[Any, Any] | None:
 
 
 def _json_edit(path: Path, rng: random.Random, value: Any) -> None:
+    if not _regular(path):
+        return
     data = json.loads(path.read_text())
     spot = _pick_node(data, rng)
     if spot is None:
@@ -103,6 +112,8 @@ def _damage_weights(root: Path, rng: random.Random, consistent: bool) -> None:
         return
     name, entry = rng.choice(entries)
     path = root / entry["file"]
+    if not _regular(path):
+        return
     old = np.load(path)
     # Other shapes, sizes or dtypes only: new values of the same shape and dtype are just
     # another model (the checksum is not a defence against a writer).
@@ -126,7 +137,7 @@ def _damage_weights(root: Path, rng: random.Random, consistent: bool) -> None:
 
 def _damage_object(root: Path, rng: random.Random) -> None:
     path = root / "module.o"
-    if not path.exists():
+    if not _regular(path):
         return
     if rng.random() < 0.5:
         _flip(path, rng)  # the manifest checksum no longer matches: module.ll is compiled
@@ -201,7 +212,7 @@ def _prepare(case: dict[str, Any], env: Env) -> Path:
     for op in case["ops"]:
         try:
             apply(root, op)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, MemoryError):
             pass  # the damage did not apply (e.g. an earlier op removed the file)
     return root
 

@@ -1,6 +1,6 @@
 """Fuzz cases: one generator per family, each a pure function of a seeded `random.Random`.
 
-A case is a JSON object: `id`, `family`, `kind` (what runs it, `execute.run_case`), `expect`
+A case is a JSON object: `id`, `family`, `kind` (what runs it, `fz_kinds.run_case`), `expect`
 ("error" when the input is certainly invalid, so success is a defect; else "any") and the
 kind's data. Cases carry everything they need (texts, argv, values), so a saved case
 replays on its own.
@@ -22,8 +22,8 @@ import json
 import random
 from typing import Any
 
-import mutate
-from fixtures import ADD_MLIR, Seed
+import fz_mutate
+from fz_fixtures import ADD_MLIR, Seed
 
 FAMILIES = ("ir", "pipeline", "options", "grammar", "artifact", "api")
 #: Share of the cases each family gets when all run (cheap families get more).
@@ -56,11 +56,11 @@ def _ir(gen: Generator, rng: random.Random) -> Case:
     if rng.random() < 0.03:
         kind = rng.choice(("regions", "types", "attributes"))
         depth = rng.choice((50, 500, 5000, 50000))
-        text = mutate.deep_nesting(depth, kind)
+        text = fz_mutate.deep_nesting(depth, kind)
         return {"kind": "compile_mlir" if rng.random() < 0.5 else "accel-opt",
                 "text": text, "args": [], "mutations": [f"nest-{kind}-{depth}"]}
     seed = rng.choice(gen.corpus)
-    text, names = mutate.mutate(seed.text, rng)
+    text, names = fz_mutate.mutate(seed.text, rng)
     kind = seed.tool if rng.random() < 0.7 else "compile_mlir"
     return {"kind": kind, "text": text, "args": list(seed.args), "source": seed.file,
             "mutations": names}
@@ -112,7 +112,7 @@ def _pipeline(gen: Generator, rng: random.Random) -> Case:
     elif rng.random() < 0.8:
         text = f"builtin.module({text})"
     if rng.random() < 0.15:
-        text, names = mutate.mutate(text, rng, 1)
+        text, names = fz_mutate.mutate(text, rng, 1)
         bad.append(f"mutated: {names[0]}")
     if not steps and rng.random() < 0.5:
         text = rng.choice(("", " ", "builtin.module()", "()", ","))
@@ -234,7 +234,7 @@ INPUT_SPECS = ("2x3xf32=1,2,3,4,5,6", "4xf32=1", "2x2xi32=7", "3xf16=0.1,65504,1
 def _grammar(gen: Generator, rng: random.Random) -> Case:
     kind = rng.choice(("layout", "layout", "layout-ir", "rules", "rules", "run-input"))
     if kind in ("layout", "layout-ir"):
-        text, names = mutate.mutate(rng.choice(LAYOUTS), rng)
+        text, names = fz_mutate.mutate(rng.choice(LAYOUTS), rng)
         shape = [rng.choice((0, 1, 4, 96, 300, 2 ** 31)) for _ in range(rng.randint(0, 3))]
         return {"kind": kind, "text": text, "shape": shape, "mutations": names}
     if kind == "rules":
@@ -244,7 +244,7 @@ def _grammar(gen: Generator, rng: random.Random) -> Case:
             return {"kind": "rules", "shipped": None, "text": _yaml_bomb(rng.randint(5, 30)),
                     "mutations": ["alias-bomb"]}
         return {"kind": "rules", "shipped": name, "mutations_seed": rng.randrange(1 << 30)}
-    spec, names = mutate.mutate(rng.choice(INPUT_SPECS), rng)
+    spec, names = fz_mutate.mutate(rng.choice(INPUT_SPECS), rng)
     # Digits of other scripts, 1_0, 0b1 are not numbers: the spec must be refused.
     certain = any(n == "unicode-digit" for n in names)
     return {"kind": "run-input", "spec": spec, "mutations": names,
@@ -278,7 +278,7 @@ def _artifact(gen: Generator, rng: random.Random) -> Case:
 
 
 # -- api ------------------------------------------------------------------------------------
-#: Names of values `execute.value` builds (JSON cannot hold them).
+#: Names of values `fz_api.value` builds (JSON cannot hold them).
 VALUES = ("none", "int0", "int-1", "int-huge", "float", "nan", "str", "str-long", "bytes",
           "list", "list-nested", "dict", "dict-bad", "object", "lambda", "ndarray",
           "ndarray-f64", "ndarray-0d", "ndarray-huge-view", "tensor", "tensor-int",

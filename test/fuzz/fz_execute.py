@@ -6,7 +6,7 @@ Outcomes (docs/fuzzing.md):
           with a message, or a CLI exit != 0 with an `error:` line and no traceback
   defect  a traceback, "internal error", a leaked Python warning, an unexpected exception
           type, a wrong result, success where an error is due; signals and hangs are seen
-          by the parent (`fuzz.py`) and attributed to the case that was running
+          by the parent (`fz_pool.py`) and attributed to the case that was running
 """
 
 from __future__ import annotations

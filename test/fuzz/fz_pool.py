@@ -75,8 +75,8 @@ def _worker(fixtures: Path, folder: Path, rfd: int, wfd: int) -> None:
     faulthandler.enable(file=sys.__stderr__, all_threads=True)
     limit = int(MEMORY_GIB * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    import execute
-    import kinds
+    import fz_execute
+    import fz_kinds
     from accel.targets.cpu.jit import CompiledMLIR
 
     def notify(phase: str) -> None:
@@ -95,7 +95,7 @@ def _worker(fixtures: Path, folder: Path, rfd: int, wfd: int) -> None:
         sys.stderr.flush()
         return (folder / "stderr.txt").read_text(errors="replace")[-8000:]
 
-    env = execute.Env(fixtures, folder / "case", notify)
+    env = fz_execute.Env(fixtures, folder / "case", notify)
     while True:
         header = _read_exact(rfd, 4)
         if header is None:
@@ -108,9 +108,9 @@ def _worker(fixtures: Path, folder: Path, rfd: int, wfd: int) -> None:
         shutil.rmtree(env.work, ignore_errors=True)
         env.work.mkdir()
         try:
-            result = kinds.run_case(case, env, native)
+            result = fz_kinds.run_case(case, env, native)
         except BaseException as err:  # noqa: BLE001 - a harness bug is reported, not fatal
-            result = execute.defect("harness error", repr(err))
+            result = fz_execute.defect("harness error", repr(err))
             result["harness"] = True
         _send(wfd, {"type": "result", **result})
 

@@ -1,4 +1,4 @@
-"""What each kind of fuzz case runs (`run_case`), for the families of `cases.py`."""
+"""What each kind of fuzz case runs (`run_case`), for the families of `fz_cases.py`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import damage
-import mutate
-from execute import (
+import fz_damage
+import fz_mutate
+from fz_execute import (
     Env,
     Result,
     check_add,
@@ -22,7 +22,7 @@ from execute import (
     ok,
     substitute,
 )
-from fixtures import ADD_MLIR
+from fz_fixtures import ADD_MLIR
 
 Native = Callable[[], str]
 
@@ -31,11 +31,11 @@ def run_case(case: dict[str, Any], env: Env, native: Native) -> Result:
     """Run `case`; the classification of its outcome."""
     kind = case["kind"]
     if kind.startswith("api-"):
-        import api_cases
+        import fz_api
 
-        return api_cases.run(case, env)
+        return fz_api.run(case, env)
     if kind.startswith("artifact-"):
-        return damage.run(case, env, native)
+        return fz_damage.run(case, env, native)
     return _KINDS[kind](case, env, native)
 
 
@@ -96,7 +96,7 @@ def _options_compile(case: dict[str, Any], env: Env, native: Native) -> Result:
 
 
 def _model(env: Env) -> tuple[Any, Any, Any]:
-    from execute import model_reference
+    from fz_execute import model_reference
 
     return model_reference(env)
 
@@ -145,7 +145,7 @@ def _rules(case: dict[str, Any], env: Env, native: Native) -> Result:
     if text is None:
         shipped = resources.files(RULES_PACKAGE).joinpath(f"rules/{case['shipped']}.yaml")
         rng = random.Random(case["mutations_seed"])
-        text, names = mutate.mutate(shipped.read_text("utf-8"), rng)
+        text, names = fz_mutate.mutate(shipped.read_text("utf-8"), rng)
         case["mutations"] = names
 
     def body() -> Result:
