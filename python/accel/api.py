@@ -48,7 +48,7 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     Raises `ValueError`/`NotImplementedError` for bad options and `AccelError` when export,
     lowering or compilation fails.
     """
-    from accel.diagnostics import AccelError, too_deep
+    from accel.diagnostics import AccelError, out_of_memory, too_deep
     from accel.frontend.program import model_name
 
     if not isinstance(example_inputs, tuple | list):
@@ -62,6 +62,8 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
         return _compile(model, tuple(example_inputs), opts, dynamic_shapes)
     except RecursionError:  # hashing, importing or lowering a deeply nested model
         raise AccelError(too_deep(model_name(model))) from None
+    except MemoryError as err:  # still a MemoryError, saying what ran out
+        raise MemoryError(f"compiling {model_name(model)} {out_of_memory(err)}") from None
 
 
 def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],

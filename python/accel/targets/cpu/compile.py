@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from accel import phases
-from accel.diagnostics import AccelError, from_mlir_error, too_deep
+from accel.diagnostics import AccelError, from_mlir_error, out_of_memory, too_deep
 from accel.ir import (
     MLIRError,
     Module,
@@ -93,6 +93,8 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
         return _compile(source, opts, weights)
     except RecursionError:  # a pass or the printer walking deeply nested regions
         raise AccelError(too_deep("the MLIR input"), file=opts["filename"]) from None
+    except MemoryError as err:  # still a MemoryError, saying what ran out
+        raise MemoryError(f"compiling {opts['filename']} {out_of_memory(err)}") from None
 
 
 def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.ndarray]
