@@ -71,8 +71,8 @@ def run(*, seed: int, count: int, families: tuple[str, ...], workers: int, timeo
         gen = Generator(seed, families, corpus(), catalog, quick=quick)
         cases = (gen.case(i) for i in range(start, start + count))
         results = fz_pool.run_all(cases, fixtures, work, workers=workers, timeout=timeout,
-                               deadline=None if time_limit is None else began + time_limit,
-                               verbose=verbose)
+                                  deadline=None if time_limit is None else began + time_limit,
+                                  verbose=verbose, progress=1000 if count >= 2000 else 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report(results, seed=seed, seconds=time.monotonic() - began, out=out)

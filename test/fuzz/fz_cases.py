@@ -185,6 +185,8 @@ def _options(gen: Generator, rng: random.Random) -> Case:
     bad: list[str] = []
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         opt = OPTIONS[rng.choice(names)]
+        if opt.name in options:  # its first value (and why it is invalid) stands
+            continue
         value, why = option_values(opt, rng)
         options[opt.name] = value
         if why:

@@ -40,17 +40,19 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _regular(path: Path) -> bool:
+    """Damage only regular files (an earlier op may have made it a FIFO or /dev/zero)."""
+    return path.is_file() and not path.is_symlink()
+
+
 def _manifest(root: Path) -> dict[str, Any]:
+    if not _regular(root / "manifest.json"):  # an earlier op made it a FIFO: never read
+        raise OSError("manifest.json is not a regular file")
     return json.loads((root / "manifest.json").read_text())
 
 
 def _save_manifest(root: Path, manifest: dict[str, Any]) -> None:
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
-
-
-def _regular(path: Path) -> bool:
-    """Damage only regular files (an earlier op may have made it a FIFO or /dev/zero)."""
-    return path.is_file() and not path.is_symlink()
 
 
 def _flip(path: Path, rng: random.Random, count: int = 4) -> None:
@@ -143,10 +145,12 @@ def _damage_object(root: Path, rng: random.Random) -> None:
         _flip(path, rng)  # the manifest checksum no longer matches: module.ll is compiled
         return
     data = bytearray(path.read_bytes())  # structure damaged, checksum fixed up
+    if len(data) < 64:
+        return
     shoff = int.from_bytes(data[0x28:0x30], "little")
     shnum = int.from_bytes(data[0x3C:0x3E], "little")
     field = rng.choice((0x28, 0x3A, 0x3C, 0x3E))
-    if rng.random() < 0.6 and shnum:
+    if rng.random() < 0.6 and shnum and shoff + 64 * shnum <= len(data):
         field = shoff + 64 * rng.randrange(shnum) + rng.choice((0, 4, 8, 24, 32, 40, 48, 56))
     data[field] = rng.randrange(256)
     path.write_bytes(bytes(data))

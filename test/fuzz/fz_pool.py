@@ -206,10 +206,12 @@ def _hang(worker: Worker, timeout: float) -> dict[str, Any]:
 
 
 def run_all(cases: Iterator[dict[str, Any]], fixtures: Path, root: Path, *, workers: int,
-            timeout: float, deadline: float | None, verbose: bool = False
-            ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Run every case (until `deadline`); (case, result) pairs in completion order."""
+            timeout: float, deadline: float | None, verbose: bool = False,
+            progress: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Run every case (until `deadline`); (case, result) pairs in completion order.
+    `progress`: print a line to stderr every that many cases (0: never)."""
     preload()
+    began = time.monotonic()
     results: list[tuple[dict[str, Any], dict[str, Any]]] = []
     pool = [Worker(i, fixtures, root) for i in range(max(1, workers))]
     exhausted = False
@@ -221,6 +223,11 @@ def run_all(cases: Iterator[dict[str, Any]], fixtures: Path, root: Path, *, work
         if verbose and result["outcome"] != "ok" and result["outcome"] != "clean":
             print(f"  #{w.case['id']} {w.case['family']}/{w.case['kind']}: "
                   f"{result['reason']}", file=sys.stderr, flush=True)
+        if progress and len(results) % progress == 0:
+            spent = time.monotonic() - began
+            defects = sum(r["outcome"] == "defect" for _, r in results)
+            print(f"[fuzz] {len(results)} inputs, {spent:.0f} s ({len(results) / spent:.1f}/s), "
+                  f"{defects} defects", file=sys.stderr, flush=True)
         w.case = None
         w.handled += 1
         if replace or w.handled >= RECYCLE:

@@ -25,9 +25,14 @@ _STT_FILE = 4
 #: x86-64 relocations of the JIT's large code model (R_X86_64_64, R_X86_64_PC64), with the
 #: bytes each patches. 32-bit ones can overflow when linked, which LLVM answers with abort().
 _X86_64_RELOCS = {1: 8, 24: 8}
-#: Section flags of JIT objects: WRITE, ALLOC, EXECINSTR, MERGE, STRINGS, INFO_LINK,
-#: LINK_ORDER, GROUP and X86_64_LARGE (TLS or compressed sections are not linkable here).
-_SECTION_FLAGS = 0x1 | 0x2 | 0x4 | 0x10 | 0x20 | 0x40 | 0x80 | 0x200 | 0x10000000
+_WRITE, _ALLOC, _EXEC, _MERGE, _STRINGS, _INFO_LINK, _LARGE = (
+    0x1, 0x2, 0x4, 0x10, 0x20, 0x40, 0x10000000)
+#: Section flag sets of JIT objects (X86_64_LARGE aside): none (names, symbols), data,
+#: read-only data, code, constants, strings, relocations. Others (TLS, compressed, groups,
+#: writable code, code that is not executable) are not what the JIT made.
+_SECTION_FLAGS = frozenset({0, _ALLOC, _ALLOC | _WRITE, _ALLOC | _EXEC, _ALLOC | _MERGE,
+                            _ALLOC | _MERGE | _STRINGS, _INFO_LINK})
+_STT_FUNC = 2
 _MAX_SECTIONS = 1 << 16
 #: Largest section alignment accepted (LLVM aborts on absurd ones; code needs a page at most).
 _MAX_ALIGN = 1 << 16
@@ -74,10 +79,18 @@ def _check(data: memoryview) -> str | None:
             return f"section {i} has alignment {align}"
         if flags & _SHF_MERGE and (entsize == 0 or length % entsize):
             return f"section {i} has entries of {entsize} bytes"
-        if flags & ~_SECTION_FLAGS:
+        if flags & ~_LARGE not in _SECTION_FLAGS:
             return f"section {i} has flags {flags:#x}"
+        if kind != _SHT_NOBITS and length and (offset < 64 or offset % max(align, 1)):
+            return f"section {i} is misplaced (offset {offset}, alignment {align})"
         if kind in (_SHT_SYMTAB, _SHT_RELA, _SHT_REL) and link >= shnum:
             return f"section {i} links to section {link}, which does not exist"
+    placed = sorted((offset, offset + length) for _, kind, _, _, offset, length, *_ in sections
+                    if kind != _SHT_NOBITS and length)
+    placed.append((shoff, shoff + shnum * 64))
+    placed.sort()
+    if any(start < end for (_, end), (start, _) in zip(placed, placed[1:], strict=False)):
+        return "sections overlap"
     names = sections[shstrndx]
     if names[1] != _SHT_STRTAB:
         return "the section name table is not a string table"
@@ -120,6 +133,8 @@ def _check_symbols(data: memoryview, sections: list[tuple[int, ...]],
             return f"symbol {j} is in section {shndx}, which does not exist"
         if value + sym_size > sections[shndx][5]:
             return f"symbol {j} is past the end of its section"
+        if info & 0xF == _STT_FUNC and not sections[shndx][2] & _EXEC:
+            return f"function symbol {j} is in a section that is not executable"
     return None
 
 
