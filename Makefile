@@ -1,10 +1,10 @@
-# Two entry points: `make demo` and `make check`. Both create .venv on first use.
+# Entry points: `make demo`, `make check` and `make fuzz`. Each creates .venv on first use.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo check lit pytest lint clean
+.PHONY: demo check lit pytest lint fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11)"; exit 1; }
@@ -27,5 +27,12 @@ lit: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -ra test/unit
 
+# The fuzz harness (docs/fuzzing.md): FUZZ_COUNT inputs, table on stdout, report and
+# replayable defects in fuzz-out/. `make check` runs a 300-input slice of it (pytest).
+FUZZ_COUNT ?= 10000
+FUZZ_SEED  ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python test/fuzz/fuzz.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED) --out fuzz-out
+
 clean:
-	rm -rf $(VENV) build *.egg-info python/*.egg-info
+	rm -rf $(VENV) build *.egg-info python/*.egg-info fuzz-out

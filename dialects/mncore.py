@@ -237,16 +237,18 @@ def verify(root: Operation | OpView) -> list[tuple[Location, str]]:
 
 
 def _layouts_in(attr: ir.Attribute) -> Iterator[str]:
-    """Layout strings inside `attr`, looking through arrays and dictionaries."""
-    text = layout_text(attr)
-    if text is not None:
-        yield text
-    elif isinstance(attr, ir.ArrayAttr):
-        for item in attr:
-            yield from _layouts_in(item)
-    elif isinstance(attr, ir.DictAttr):
-        for i in range(len(attr)):
-            yield from _layouts_in(attr[i].attr)
+    """Layout strings inside `attr`, looking through arrays and dictionaries (with a stack,
+    not recursion: attributes may nest thousands deep)."""
+    stack = [attr]
+    while stack:
+        current = stack.pop()
+        text = layout_text(current)
+        if text is not None:
+            yield text
+        elif isinstance(current, ir.ArrayAttr):
+            stack.extend(reversed(list(current)))
+        elif isinstance(current, ir.DictAttr):
+            stack.extend(current[i].attr for i in reversed(range(len(current))))
 
 
 # -- builders ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from accel.build.folder import (
 from accel.build.settings import AOT_CPUS, AOT_DEFAULT_NAME, _read, resolve_settings
 from accel.cli import exit_with, version_text
 from accel.diagnostics import AccelError
+from accel.options import folder_problem
 from accel.progress import Progress, collecting_warnings
 
 DESCRIPTION = """\
@@ -228,6 +229,9 @@ def main(argv: list[str]) -> int:
     _read(path)
     s = resolve_settings(a, path, path.suffix == ".mlir", table_flag_values(a))
     out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
+    problem = folder_problem(str(out))
+    if problem:  # before compiling, not after
+        raise AccelError(f"--output-folder {problem}, got '{out}'")
     verbose = a.verbose or a.debug
     found: list[str] = []
     try:

@@ -262,7 +262,20 @@ def parse_expectations(text: str, line_offset: int, filename: str) -> list[Expec
                             m.group("msg"), bool(m.group("re")), (lineno + line_offset,
                                                                   m.start() + 1),
                             int(m.group("count") or 1)))
+        if out[-1].regex:
+            try:
+                re.compile(_pattern(out[-1].message))
+            except re.error as err:  # the test file's mistake: located, not "internal"
+                raise AccelError(f"invalid regular expression in expected-{out[-1].severity}: "
+                                 f"{err}", file=filename, line=lineno + line_offset,
+                                 col=m.start() + 1) from None
     return out
+
+
+def _pattern(message: str) -> str:
+    """An expectation's message as a regex: `{{...}}` parts as written, the rest literal."""
+    return "".join(part if k % 2 else re.escape(part)
+                   for k, part in enumerate(re.split(r"\{\{(.*?)\}\}", message)))
 
 
 def _matches(exp: Expected, diag: Diagnostic, filename: str) -> bool:
@@ -274,10 +287,7 @@ def _matches(exp: Expected, diag: Diagnostic, filename: str) -> bool:
     elif diag.line != exp.line or diag.file != filename:
         return False
     if exp.regex:
-        pattern = "".join(
-            part if k % 2 else re.escape(part)
-            for k, part in enumerate(re.split(r"\{\{(.*?)\}\}", exp.message)))
-        return re.search(pattern, diag.message) is not None
+        return re.search(_pattern(exp.message), diag.message) is not None
     return exp.message in diag.message
 
 

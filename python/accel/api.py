@@ -48,17 +48,33 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     Raises `ValueError`/`NotImplementedError` for bad options and `AccelError` when export,
     lowering or compilation fails.
     """
+    from accel.diagnostics import AccelError, out_of_memory, too_deep
+    from accel.frontend.program import model_name
+
+    if not isinstance(example_inputs, tuple | list):
+        raise TypeError(f"example_inputs must be a tuple of inputs, got "
+                        f"{type(example_inputs).__name__}")
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, dict | tuple | list):
+        raise TypeError(f"dynamic_shapes must be None, a dict or a tuple (torch.export's), "
+                        f"got {type(dynamic_shapes).__name__}")
+    opts = resolve_options(options)
+    try:
+        return _compile(model, tuple(example_inputs), opts, dynamic_shapes)
+    except RecursionError:  # hashing, importing or lowering a deeply nested model
+        raise AccelError(too_deep(model_name(model))) from None
+    except MemoryError as err:  # still a MemoryError, saying what ran out
+        raise MemoryError(f"compiling {model_name(model)} {out_of_memory(err)}") from None
+
+
+def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
+             dynamic_shapes: Any) -> CompiledModule:
     import torch
 
     from accel import phases, targets
     from accel.front_cache import FrontCache
     from accel.frontend.program import model_name
 
-    opts = resolve_options(options)
     target = targets.get(opts["target"])
-    if not isinstance(example_inputs, tuple | list):
-        raise TypeError(f"example_inputs must be a tuple of inputs, got "
-                        f"{type(example_inputs).__name__}")
     inputs = tuple(torch.from_numpy(x) if isinstance(x, np.ndarray) else x
                    for x in example_inputs)
     func_name = "main"

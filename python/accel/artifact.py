@@ -31,7 +31,7 @@ from accel.diagnostics import AccelError
 from accel.runtime.signature import ValueSpec, signature_from_json, signature_to_json
 
 #: Bump when the folder layout changes: older folders then get a clear error.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 MODEL_MLIR = "model.mlir"
 WEIGHTS = "weights"
@@ -39,6 +39,15 @@ WEIGHTS = "weights"
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def folder_path(folder: Any, what: str) -> Path:
+    """`folder` (str, bytes or os.PathLike) as a Path; `TypeError` naming the argument."""
+    try:
+        return Path(os.fsdecode(os.fspath(folder)))
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str or os.PathLike), got "
+                        f"{type(folder).__name__}") from None
 
 
 def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
@@ -50,9 +59,9 @@ def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: s
     if entry not in executable.functions:
         raise AccelError(f"no public function @{entry} to save; available: "
                          f"{', '.join('@' + n for n in executable.functions) or 'none'}")
+    out = folder_path(folder, "save: folder")
     options = dict(options)
     target = targets.get(options.get("target", "cpu"))
-    out = Path(folder)
     sig = executable.functions[entry]
     manifest: dict[str, Any] = {
         "format": FORMAT_VERSION,
@@ -93,7 +102,7 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
     """
     from accel import targets
 
-    root = Path(folder)
+    root = folder_path(folder, "accel.load: folder")
     manifest = read_manifest(root)
     try:
         signatures = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
@@ -104,12 +113,42 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
         target = targets.get(manifest.get("target", "cpu"))
     except (KeyError, TypeError, ValueError) as err:
         raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
+    options = _checked_options(root, options)
     arrays = load_weights(root, manifest.get("weights", {}))
     executable = target.load(root, manifest, arrays)
     options["verify_numerics"] = False  # no eager model to compare with
-    module = (root / MODEL_MLIR).read_text(encoding="utf-8") \
-        if (root / MODEL_MLIR).is_file() else None
-    return Loaded(executable, entry, options, module)
+    return Loaded(executable, entry, options, _model_mlir(root))
+
+
+def _checked_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's options that accel knows, each valid (they decide how calls run:
+    threads, iterations); others are dropped (an internal setting such as `filename`)."""
+    from accel.options import FROM_TARGET, OPTIONS, OptionError, check_value
+
+    known = {}
+    for key, value in options.items():
+        option = OPTIONS.get(key) if isinstance(key, str) else None
+        if option is None:
+            continue
+        try:
+            if option.choices == FROM_TARGET:  # the target checks its own names
+                if not isinstance(value, str):
+                    raise OptionError(f"option '{key}' must be a string")
+            else:
+                check_value(option, value)
+        except (OptionError, NotImplementedError) as err:
+            raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
+        known[key] = value
+    return known
+
+
+def _model_mlir(root: Path) -> str | None:
+    """The folder's model.mlir (for `module_text()` only: nothing runs it); None when it is
+    missing or unreadable."""
+    try:
+        return read_regular(root / MODEL_MLIR, 1 << 30).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -183,8 +222,9 @@ def load_weights(folder: Path, entries: Any) -> dict[str, np.ndarray]:
                 (("file", str), ("dtype", str), ("shape", list), ("sha256", str))):
             raise AccelError(f"artifact '{folder}': malformed {MANIFEST} (weight {name!r})")
         rel = entry["file"]
-        path = (folder / rel).resolve()
-        if folder.resolve() not in path.parents:
+        # realpath, not Path.resolve: a symlink loop must not raise RuntimeError.
+        path = Path(os.path.realpath(folder / rel))
+        if Path(os.path.realpath(folder)) not in path.parents:
             raise AccelError(f"artifact '{folder}': weight file {rel} is outside the folder")
         try:
             checked_file(folder, rel, {rel: entry["sha256"]})

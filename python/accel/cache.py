@@ -283,6 +283,18 @@ def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
     return payload
 
 
+def drop(key: str, reason: str) -> None:
+    """Delete entry `key`, which a target found damaged (`reason`): the next compile that
+    needs it rebuilds and stores it again. Counts as "corrupt" in `STATS`."""
+    path = _entry_path(key)
+    log.warning("accel cache: dropping damaged entry %s (%s)", path, reason)
+    STATS["corrupt"] += 1
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
 def store(key: str, payload: Mapping[str, Any]) -> None:
     """Save `payload` under `key`; a cache that cannot be written only logs a warning."""
     _write(_entry_path(key), payload, "store")

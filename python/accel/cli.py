@@ -7,7 +7,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from accel.diagnostics import AccelError
+from accel.diagnostics import AccelError, out_of_memory, too_deep
 
 
 def tool_name() -> str:
@@ -50,11 +50,15 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
         return 130
     except BrokenPipeError:
         return 1
-    except RecursionError:  # a nesting no check caught: say so, it is not an accel bug
+    except RecursionError:
         if debug:
             traceback.print_exc()
-        print(f"{tool_name()}: error: the input nests too deeply for accel (Python's recursion "
-              "limit was reached); flatten it", file=sys.stderr)
+        print(f"{tool_name()}: error: {too_deep('the input')}", file=sys.stderr)
+        return 1
+    except MemoryError as err:
+        if debug:
+            traceback.print_exc()
+        print(f"{tool_name()}: error: the input {out_of_memory(err)}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - last line of defence: no tracebacks for users
         if debug:

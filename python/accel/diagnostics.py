@@ -110,3 +110,37 @@ class PassFailure(Exception):
 
 class NotSupportedYet(AccelError, NotImplementedError):
     """A feature (an option value, a target) that is planned but not built yet."""
+
+
+_TORCH_ALLOC = re.compile(r"tried to allocate (\d+) bytes")
+_NUMPY_ALLOC = re.compile(r"Unable to allocate ([\d.]+ [KMGTPE]?i?B) for an array with shape "
+                          r"(\([^)]*\))")
+
+
+def gib(nbytes: int) -> str:
+    """`nbytes` as "N GiB" (or MiB for small sizes), for "needs N GiB" messages."""
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):,.1f} GiB"
+    return f"{nbytes / (1 << 20):,.1f} MiB"
+
+
+def out_of_memory(err: BaseException) -> str | None:
+    """What an allocation failure of torch or numpy asked for, as "needs N GiB (...)", or None
+    when `err` is not one: the cause in words instead of an allocator's internals."""
+    text = str(err)
+    torch_alloc = _TORCH_ALLOC.search(text)
+    if torch_alloc:
+        return f"needs {gib(int(torch_alloc.group(1)))} (a tensor that large cannot be allocated)"
+    numpy_alloc = _NUMPY_ALLOC.search(text)
+    if numpy_alloc:
+        return (f"needs {numpy_alloc.group(1)} for an array of shape {numpy_alloc.group(2)}, "
+                "which cannot be allocated")
+    if isinstance(err, MemoryError):
+        return f"ran out of memory{': ' + text if text else ''}"
+    return None
+
+
+def too_deep(what: str) -> str:
+    """The message for a `RecursionError`: what nests too deeply, not Python's limit."""
+    return (f"{what} nests too deeply (Python's recursion limit was reached while processing "
+            "it)")

@@ -40,6 +40,11 @@ class OptionError(AccelError, ValueError):
     """A bad option: unknown, wrong type, out of range, or not for this target."""
 
 
+class OptionTypeError(OptionError, TypeError):
+    """Options that are not a dict, or an option value of the wrong type: also a TypeError,
+    as Python's own argument checks raise."""
+
+
 @dataclass(frozen=True)
 class Option:
     """One option. `choices` lists the allowed values (or FROM_TARGET); `minimum`/`maximum`
@@ -80,14 +85,71 @@ class Option:
         return none + noun
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    """`repr(value)`, shortened: an error line stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 20]}...{text[-12:]} " \
+        f"({len(text)} characters)"
+
+
 def _show(value: Any) -> str:
     return "None" if value is None else str(value).lower() if isinstance(value, bool) \
         else str(value)
 
 
-def _c_identifier(value: str) -> str | None:
+#: Words a C (C89..C23) or C++ compiler reads as keywords: never a name in a generated header.
+C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while alignas alignof bool constexpr false nullptr
+    static_assert thread_local true typeof typeof_unqual asm catch class const_cast delete
+    dynamic_cast explicit export friend mutable namespace new noexcept operator private
+    protected public reinterpret_cast static_cast template this throw try typeid typename
+    using virtual wchar_t char8_t char16_t char32_t concept consteval constinit co_await
+    co_return co_yield decltype requires""".split())
+#: libc names an AOT library's runtime calls (or a program's own `main`): a library that
+#: defined one of them would replace the process's.
+C_RESERVED_NAMES = frozenset({"main", "malloc", "free", "calloc", "realloc", "abort", "exit",
+                              "memcpy", "memmove", "memset", "strncpy", "strlen", "printf"})
+
+
+def c_identifier_problem(value: str) -> str | None:
+    """Why `value` cannot name a C function of a generated library, or None."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
-        return "must be a C identifier of at most 128 characters"
+        return "must be a C identifier (letters, digits, _) of at most 128 characters"
+    if value in C_KEYWORDS:
+        return "is a C/C++ keyword"
+    if value.startswith("__") or re.match(r"_[A-Z]", value):
+        return "is reserved in C (names starting with __ or _ and a capital)"
+    if value in C_RESERVED_NAMES:
+        return "is a C library function the library's runtime uses"
+    return None
+
+
+def folder_problem(value: str) -> str | None:
+    """Why folder `value` can be neither used nor created, or None: checked before any work,
+    so a compile does not end in an OSError after minutes (the folder is made later)."""
+    import os
+    import stat
+    from pathlib import Path
+
+    if not value.strip() or "\0" in value:
+        return "must be a folder path"
+    probe = Path(value)
+    while True:  # the folder itself, else its nearest existing ancestor
+        try:
+            info = probe.stat()
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if probe.parent == probe:
+                return f"cannot be created: '{probe}' does not exist"
+            probe = probe.parent
+        except OSError as err:
+            return f"cannot be used: '{probe}': {err.strerror}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"cannot be created: '{probe}' is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot be created: '{probe}' is not writable (permission denied)"
     return None
 
 
@@ -155,9 +217,9 @@ _TABLE: tuple[Option, ...] = (
     Option("aot", (bool,), False, "Also build a C library (lib<aot_name>.so, <aot_name>.o, "
            "<aot_name>.h) into output_folder (docs/aot.md).", scope="aot", flag="--aot"),
     Option("aot_name", (str,), "accel_artifact", "Name of the AOT library and its C "
-           "function.", scope="aot", flag="--aot-name", check=_c_identifier),
+           "function.", scope="aot", flag="--aot-name", check=c_identifier_problem),
     Option("output_folder", (str, _NONE), None, "Folder for the AOT files (None: the "
-           "current folder).", scope="aot"),
+           "current folder).", scope="aot", check=folder_problem),
     Option("user_memory", (bool,), False, "AOT: the C function takes a scratch pool "
            "(pointer, size) and makes no heap allocation.", scope="aot",
            flag="--user-memory"),
@@ -229,7 +291,7 @@ _TABLE: tuple[Option, ...] = (
            "[{key, A, BT, C}].", scope="mncore", affects_code=True, flag="--gemm-layout-spec"),
     Option("codegen_dir", (str, _NONE), None, "Folder for option.json, l3ir.txt, layout.html, "
            "summary.json, profile.json and compile logs (docs/mncore.md).", scope="mncore",
-           flag="--codegen-dir"),
+           flag="--codegen-dir", check=folder_problem),
     Option("out_onnx", (str, _NONE), None, "Also write the layer graph as ONNX to this path "
            "(needs the onnx package).", scope="mncore", flag="--out-onnx"),
     # -- nvgpu ---------------------------------------------------------------------------------
@@ -283,20 +345,22 @@ def check_value(option: Option, value: Any, choices: tuple[Any, ...] | None = No
     """`value` validated for `option` (`choices`: the target's, for FROM_TARGET)."""
     name = option.name
     if not _type_ok(value, option.types):
-        raise OptionError(f"option '{name}' must be {option.allowed()}, got "
-                          f"{type(value).__name__} {value!r}")
+        raise OptionTypeError(f"option '{name}' must be {option.allowed()}, got "
+                              f"{type(value).__name__} {_short(value)}")
     allowed = choices if option.choices == FROM_TARGET else option.choices
     if isinstance(allowed, tuple) and value not in allowed:
         raise OptionError(f"option '{name}' must be one of "
-                          f"{', '.join(_show(c) for c in allowed)}, got {value!r}")
+                          f"{', '.join(_show(c) for c in allowed)}, got {_short(value)}")
+    if isinstance(value, float) and value != value:  # NaN passes every comparison
+        raise OptionError(f"option '{name}' must be {option.allowed()}, got nan")
     if isinstance(value, int | float) and not isinstance(value, bool):
         if option.minimum is not None and value < option.minimum or \
                 option.maximum is not None and value > option.maximum:
-            raise OptionError(f"option '{name}' must be {option.allowed()}, got {value!r}")
+            raise OptionError(f"option '{name}' must be {option.allowed()}, got {_short(value)}")
     if option.check is not None and value is not None:
         reason = option.check(value)
         if reason:
-            raise OptionError(f"option '{name}' {reason}, got {value!r}")
+            raise OptionError(f"option '{name}' {reason}, got {_short(value)}")
     if value in option.unsupported:
         raise NotSupportedYet(f"option '{name}' is not supported yet with value {value!r} "
                               f"(supported: the default, {option.default!r})")
@@ -314,11 +378,11 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
     from accel import targets
 
     if options is not None and not isinstance(options, Mapping):
-        raise OptionError(f"options must be a dict, got {type(options).__name__}")
+        raise OptionTypeError(f"options must be a dict, got {type(options).__name__}")
     given = dict(options or {})
     for key in given:
         if not isinstance(key, str) or key not in OPTIONS:
-            raise OptionError(f"unknown option {key!r}; valid options: {', '.join(OPTIONS)}")
+            raise OptionError(f"unknown option {_short(key)}; valid options: {', '.join(OPTIONS)}")
         if OPTIONS[key].scope == "torch_compile":
             raise OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
                               "only")

@@ -105,3 +105,26 @@ def test_crashing_fusion_cannot_kill_the_process() -> None:
         run_pipeline_isolated(text, pipeline)
     # ...and the same child machinery returns IR when nothing goes wrong.
     assert "affine.for" in run_pipeline_isolated(text, "builtin.module(canonicalize)")
+
+
+def test_a_crash_in_the_isolated_child_prints_nothing() -> None:
+    """The child's crash is reported by the parent: no "Fatal Python error" dump from the
+    faulthandler that pytest (or `python -X faulthandler`) enables (issue 14). pytest's own
+    handler writes to the terminal past any capture, so this runs in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from accel.isolation import IsolatedFailure, run_pipeline_isolated\n"
+              "try:\n"
+              "    run_pipeline_isolated(sys.stdin.read(), sys.argv[1])\n"
+              "except IsolatedFailure as err:\n"
+              "    print(err)\n")
+    pipeline = ("builtin.module(func.func(affine-loop-tile{tile-size=8},"
+                "affine-loop-fusion{mode=sibling}))")
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script, pipeline],
+                          input=CRASH_SHAPE, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert "crashed (SIG" in proc.stdout, proc.stdout + proc.stderr
+    assert "Fatal Python error" not in proc.stderr
+    assert proc.stderr == ""

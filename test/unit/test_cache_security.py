@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from accel import cache
 from accel.targets.cpu.compile import compile_mlir
@@ -65,3 +68,67 @@ def test_a_fifo_named_like_an_entry_does_not_block(folder: Path) -> None:
         os.mkfifo(entry, 0o600)
     compiled = compile_mlir(ADD)  # returns instead of blocking on the FIFO
     assert not compiled.cache_hit
+
+
+def _rewrite_object(path: Path, damage: Any, *, fix_digest: bool) -> None:
+    """Damage the object code inside a cache entry and fix the entry's checksum up (and,
+    with `fix_digest`, the object's own digest), as a broken writer would leave it."""
+    from accel.targets.cpu.jit import object_digest
+
+    payload = cache.decode_entry(path.read_bytes())
+    obj = bytearray(base64.b64decode(payload["object"]))
+    damage(obj)
+    payload["object"] = base64.b64encode(bytes(obj)).decode()
+    if fix_digest:
+        payload["object_sha256"] = object_digest(bytes(obj))
+    path.write_bytes(cache.encode_entry(payload))  # a valid checksum over damaged bytes
+
+
+def _flip_code(obj: bytearray) -> None:
+    """Instructions damaged inside a well-formed object: only a digest can tell."""
+    for i in range(64, 96):  # the sections right after the ELF header: constants or code
+        obj[i] ^= 0xFF
+
+
+def _section_table_past_the_end(obj: bytearray) -> None:
+    obj[0x28:0x30] = (len(obj) - 8).to_bytes(8, "little")  # e_shoff
+
+
+def _huge_alignment(obj: bytearray) -> None:
+    shoff = int.from_bytes(obj[0x28:0x30], "little")
+    obj[shoff + 64 * 2 + 48:shoff + 64 * 2 + 56] = (1 << 60).to_bytes(8, "little")
+
+
+@pytest.mark.parametrize(("damage", "fix_digest"), [
+    (_flip_code, False), (_section_table_past_the_end, False),
+    (_section_table_past_the_end, True), (_huge_alignment, True)])
+def test_an_entry_with_damaged_object_code_is_rebuilt_not_run(
+        folder: Path, damage: Any, fix_digest: bool) -> None:
+    """A valid entry checksum over damaged object bytes (issue 14): the entry is dropped,
+    compiled again and overwritten; the damaged code never runs (it would crash or lie)."""
+    compile_mlir(ADD)
+    (path,) = folder.glob("*.entry")
+    _rewrite_object(path, damage, fix_digest=fix_digest)
+    again = compile_mlir(ADD)
+    assert not again.cache_hit and cache.STATS["corrupt"] == 1
+    x, y = np.arange(4, dtype=np.float32), np.full(4, 0.5, np.float32)
+    np.testing.assert_array_equal(again.invoke("add", x, y), x + y)
+    from accel.llvm.elf import object_problem
+    from accel.targets.cpu.jit import object_digest
+
+    rebuilt = cache.decode_entry(path.read_bytes())
+    obj = base64.b64decode(rebuilt["object"])
+    assert rebuilt["object_sha256"] == object_digest(obj) and object_problem(obj) is None
+    assert compile_mlir(ADD).cache_hit
+
+
+def test_the_object_check_passes_what_the_jit_makes_and_refuses_garbage() -> None:
+    from accel.llvm.elf import object_problem
+
+    obj = compile_mlir(ADD, {"cache": False}).object_code
+    assert object_problem(obj) is None
+    assert object_problem(b"") == "not an ELF file"
+    assert object_problem(obj[:200]) is not None
+    damaged = bytearray(obj)
+    _huge_alignment(damaged)
+    assert "alignment" in (object_problem(bytes(damaged)) or "")

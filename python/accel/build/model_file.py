@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.build.settings import _read
-from accel.diagnostics import AccelError
+from accel.diagnostics import AccelError, out_of_memory, too_deep
 
 
 def _takes_batch_size(fn: Any) -> bool:
@@ -50,7 +50,14 @@ def load_model_file(path: Path, factory: str,
                              file=str(path))
     except AccelError:
         raise
+    except RecursionError:
+        raise AccelError(f"{factory}() failed: {too_deep('its model')}", file=str(path)) \
+            from None
     except Exception as err:  # noqa: BLE001 - user code: report it in one line
+        memory = out_of_memory(err)
+        if memory is not None:
+            raise AccelError(f"{factory}() failed: the model {memory}", file=str(path)) \
+                from None
         raise AccelError(f"{factory}() failed: {type(err).__name__}: {err}",
                          file=str(path)) from None
     finally:

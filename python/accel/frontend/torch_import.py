@@ -125,7 +125,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
         # torch.export (tracing, fake tensors, the FX importer's context) is not thread-safe:
         # concurrent compiles from threads take turns here, and all succeed.
         with _EXPORT_LOCK, phases.phase("export"), warnings.catch_warnings(), \
-                _persistent_buffers(module):
+                _persistent_buffers(module), _quiet_fake_tensor_log():
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             exported = torch.export.export(module, tuple(example_inputs),
@@ -150,8 +150,11 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     except RecursionError:
         raise AccelError(f"torch.export of {name} failed: the model nests too deeply (Python's "
                          "recursion limit was reached while tracing it)") from None
+    except MemoryError as err:
+        raise MemoryError(f"torch.export of {name} ran out of memory"
+                          f"{': ' + str(err) if str(err) else ''}") from None
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
-        raise _export_error(name, err) from err
+        raise _export_error(name, err, model, example_inputs) from err
     if reused is not None:
         return reused
     phases.snapshot("export", imported)
@@ -251,8 +254,67 @@ def _summarise(diag: Any) -> str:
     return message.split(": %", 1)[0] + where
 
 
-def _export_error(name: str, err: BaseException) -> AccelError:
+#: torch's words for an input whose shape or dtype the model's operators refuse.
+_SHAPE_ERROR = re.compile(r"shape|size|dim|cannot be multiplied|broadcast|expected input|"
+                          r"must match|mismatch|Expected .* to have|channels", re.IGNORECASE)
+#: Frames of torch's shape checking (meta kernels, refs, decompositions, fake tensors).
+_SHAPE_CHECKERS = ("_meta_registrations", "_prims_common", "/_refs/", "/_decomp/",
+                   "fake_tensor", "/nn/functional", "/nn/modules/")
+
+
+def _describe_inputs(model: Any, inputs: tuple[Any, ...]) -> str:
+    """`name: dtype[shape]` for each example input, named after forward's parameters."""
+    import inspect
+
+    try:
+        fn = getattr(model, "forward", model)
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError, AttributeError):
+        params = []
+    parts = []
+    for i, value in enumerate(inputs):
+        label = params[i] if i < len(params) else f"input {i}"
+        shape = getattr(value, "shape", None)
+        dtype = str(getattr(value, "dtype", "")).removeprefix("torch.")
+        parts.append(f"{label}: {dtype}{list(shape)}" if shape is not None
+                     else f"{label}: {type(value).__name__}")
+    return ", ".join(parts) or "no inputs"
+
+
+def _is_shape_error(err: BaseException) -> bool:
+    """Whether `err` is torch refusing the example inputs' shapes (or dtypes)."""
+    import traceback
+
+    if not isinstance(err, RuntimeError | ValueError | IndexError | TypeError):
+        return False
+    frames = " ".join(f.filename for f in traceback.extract_tb(err.__traceback__))
+    return bool(_SHAPE_ERROR.search(_first_line(err))) and any(
+        checker in frames for checker in _SHAPE_CHECKERS)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor_log() -> Iterator[None]:
+    """torch logs a traceback for every meta kernel that raises (an example input of the
+    wrong shape): accel reports the error itself, in one line."""
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _export_error(name: str, err: BaseException, model: Any = None,
+                  inputs: tuple[Any, ...] = ()) -> AccelError:
     """torch.export's error summarised in one line, with what to try next."""
+    if model is not None and _is_shape_error(err):
+        return AccelError(f"{name} does not accept its example inputs "
+                          f"({_describe_inputs(model, tuple(inputs))}): "
+                          f"{_first_line(err)}")
     return AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
                       f"{_first_line(err)} (hint: accel already uses non-strict export, "
                       "strict=False; make that code traceable: no data-dependent Python "

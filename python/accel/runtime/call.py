@@ -73,7 +73,7 @@ def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
     """Check dtype, rank and static dims; return a C-contiguous array in storage dtype."""
     dt = spec.dtype
     assert dt is not None
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    arr = value if isinstance(value, np.ndarray) else _asarray(value, spec, where)
     if dt.is_bf16:
         if arr.dtype == np.float32:
             arr = float32_to_bf16_bits(arr)
@@ -92,6 +92,17 @@ def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
             raise ValueError(f"{where}: expected {spec.describe()}, got shape {arr.shape} "
                              f"(dimension {axis} is {got}, expected {want})")
     return _dense(arr)
+
+
+def _asarray(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
+    """`value` as an array; a value numpy cannot view (a tensor that requires grad, ...) is
+    a TypeError naming the argument, not the library's RuntimeError."""
+    try:
+        return np.asarray(value)
+    except (RuntimeError, TypeError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TypeError(f"{where}: expected {spec.describe()}, got a {type(value).__name__} "
+                        f"that is not an array ({reason})") from None
 
 
 def _dense(arr: np.ndarray) -> np.ndarray:

@@ -48,3 +48,20 @@ def check_bindings(specs: Mapping[str, int], weights: Mapping[str, np.ndarray],
         if array.nbytes != nbytes or not array.flags.c_contiguous:
             raise AccelError(f"{what}: weight '{name}' must be a C-contiguous array of "
                              f"{nbytes} bytes, got {array.nbytes} bytes")
+
+
+def checked_weights(weights: Any, what: str = "weights") -> dict[str, np.ndarray]:
+    """The `weights` argument of an API call (name -> numpy array) as a dict; `TypeError`
+    naming the argument for anything else, before any work."""
+    if weights is None:
+        return {}
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"{what} must be a dict of name -> numpy array, got "
+                        f"{type(weights).__name__}")
+    for name, array in weights.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: names must be str, got {type(name).__name__}")
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"{what}[{name!r}] must be a numpy array, got "
+                            f"{type(array).__name__}")
+    return dict(weights)

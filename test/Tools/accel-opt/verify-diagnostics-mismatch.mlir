@@ -23,3 +23,14 @@ func.func @severity(%a: i32) -> f32 {
   // expected-warning@+1 {{type of return operand}}
   return %a : i32
 }
+
+// -----
+
+// A broken regex in an expectation is the test file's error, located at the comment (it
+// used to be an "internal error" from Python's re module).
+func.func @bad_regex(%a: i32) -> f32 {
+  // CHECK: verify-diagnostics-mismatch.mlir:[[# @LINE + 2]]:6: error: invalid regular expression in expected-error: missing ), unterminated subpattern
+  // CHECK-NOT: internal error
+  // expected-error-re@+1 {{type of {{(return}} operand}}
+  return %a : i32
+}

@@ -8,6 +8,8 @@
 // RUN: not accel-run %s --input 2xq7=1 2>&1 | FileCheck %s --check-prefix=ELTYPE
 // RUN: not accel-run %s --input bogus 2>&1 | FileCheck %s --check-prefix=SPEC
 // RUN: not accel-run %s --input i8=300 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: not accel-run %s --input 2xf16=1,70000 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=F16MAX
+// RUN: not accel-run %s --input 2xbf16=1,1e39 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=BF16MAX
 // RUN: not accel-run %s --entry nope 2>&1 | FileCheck %s --check-prefix=ENTRY
 // RUN: not accel-run %s --entry vec --input 4xf32=0 2>&1 | FileCheck %s --check-prefix=NOCALL
 // RUN: not accel-run %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
@@ -24,6 +26,10 @@
 // ELTYPE: accel-run: error: --input '2xq7=1': unknown element type 'q7'
 // SPEC: accel-run: error: --input 'bogus': expected SHAPExDTYPE=VALUES, DTYPE=VALUE or a .npy file
 // RANGE: accel-run: error: --input 'i8=300': a value does not fit i8
+// A finite value past the dtype's range is an error, not a RuntimeWarning and a silent inf.
+// F16MAX: accel-run: error: --input '2xf16=1,70000': a value is beyond the largest finite f16 (65504); write inf for infinity
+// F16MAX-NOT: Warning
+// BF16MAX: accel-run: error: --input '2xbf16=1,1e39': a value is beyond the largest finite bf16 (3.38953e+38)
 // ENTRY: accel-run: error: no public function @nope in {{.*}}errors.mlir (available: @main, @vec)
 // NOCALL: accel-run: error: @vec cannot be called from Python: type vector<4xf32> has no Python mapping
 // MISSING: {{.*}}does-not-exist.mlir: error: could not open input file: no such file

@@ -70,8 +70,9 @@ class CpuTarget(Target):
     def save(self, executable: Any, folder: Path) -> dict[str, Any]:
         from accel.artifact import sha256
         from accel.cache import atomic_write
+        from accel.targets.cpu.saved import with_header
 
-        ll = executable.llvm_ir.encode()
+        ll = with_header(executable.llvm_ir, executable.functions, executable.weights).encode()
         atomic_write(folder / MODULE_LL, ll)
         files = {MODULE_LL: sha256(ll), "opt_level": executable.opt_level}
         if executable.object_code:
@@ -82,22 +83,22 @@ class CpuTarget(Target):
     def load(self, folder: Path, manifest: Mapping[str, Any],
              weights: Mapping[str, np.ndarray]) -> Executable:
         from accel.artifact import checked_file
-        from accel.runtime.signature import signature_from_json
         from accel.targets.cpu.jit import CompiledMLIR
+        from accel.targets.cpu.saved import checked
 
         files = manifest.get("target_files")
         if not isinstance(files, Mapping):
             raise AccelError(f"artifact '{folder}': malformed manifest (target_files)")
-        ll = checked_file(folder, MODULE_LL, files)
         opt_level = files.get("opt_level", 3)
         if not isinstance(opt_level, int) or isinstance(opt_level, bool) or \
                 not 0 <= opt_level <= 3:
             raise AccelError(f"artifact '{folder}': malformed manifest (opt_level)")
-        sigs = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
-        return CompiledMLIR.from_llvm_ir(
-            ll.decode(), sigs, opt_level, weights=weights,
-            weight_specs={n: a.nbytes for n, a in weights.items()},
-            object_code=_reusable_object(folder, manifest, files))
+        # The manifest and the weights must fit the code, or it would read out of bounds.
+        ll, sigs, sizes = checked(folder, checked_file(folder, MODULE_LL, files), manifest,
+                                  weights)
+        return CompiledMLIR.from_llvm_ir(ll, sigs, opt_level, weights=weights,
+                                         weight_specs=sizes,
+                                         object_code=_reusable_object(folder, manifest, files))
 
 
 def _reusable_object(root: Path, manifest: Mapping[str, Any],
@@ -109,11 +110,19 @@ def _reusable_object(root: Path, manifest: Mapping[str, Any],
 
     if manifest.get("versions") != environment() or MODULE_O not in files:
         return None
+    from accel.llvm.elf import object_problem
+
     try:
-        return checked_file(root, MODULE_O, files)
+        data = checked_file(root, MODULE_O, files)
     except AccelError as err:
         log.warning("accel: %s; compiling %s instead", err, MODULE_LL)
         return None
+    problem = object_problem(data)
+    if problem:  # LLVM's loader would crash on it
+        log.warning("accel: artifact '%s': %s is damaged (%s); compiling %s instead", root,
+                    MODULE_O, problem, MODULE_LL)
+        return None
+    return data
 
 
 TARGET = CpuTarget()

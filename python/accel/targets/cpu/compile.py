@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from accel import phases
-from accel.diagnostics import from_mlir_error
+from accel.diagnostics import AccelError, from_mlir_error, out_of_memory, too_deep
 from accel.ir import (
     MLIRError,
     Module,
@@ -43,7 +43,7 @@ from accel.llvm.normalize import normalize_llvm_ir
 from accel.options import code_options
 from accel.runtime.signature import signature_to_json
 from accel.targets.cpu import signatures as abi
-from accel.targets.cpu.jit import CompiledMLIR, from_cache
+from accel.targets.cpu.jit import CompiledMLIR, from_cache, object_digest
 from accel.targets.cpu.pipelines import check, pipeline_text, pipelines
 
 
@@ -54,11 +54,12 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     from accel import options as table
 
     if options is not None and not isinstance(options, Mapping):
-        raise table.OptionError(f"options must be a dict, got {type(options).__name__}")
+        raise table.OptionTypeError(f"options must be a dict, got {type(options).__name__}")
     given = dict(options or {})
     filename = given.pop("filename", "<input>")
     if not isinstance(filename, str):
-        raise table.OptionError(f"option 'filename' must be a str, got {filename!r}")
+        raise table.OptionTypeError(f"option 'filename' must be a str, got "
+                                    f"{type(filename).__name__}")
     given.setdefault("target", "cpu")
     resolved = table.resolve(given, extra={"filename": filename})
     if resolved["target"] == "cpu":  # e.g. float_dtype: refused, never silently ignored
@@ -78,14 +79,32 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     Raises `AccelError` (located diagnostics) when the input does not parse, a pass fails or
     an op is left that the CPU pipeline cannot lower; `ValueError` for bad options.
     """
-    from accel import cache
-    from accel.pipeline import run_pipeline
+    from accel.runtime.weights import checked_weights
 
+    if not isinstance(source, str | Module):
+        hint = " (decode it first: source.decode())" if isinstance(source, bytes | bytearray) \
+            else ""
+        raise TypeError(f"compile_mlir: source must be MLIR text (str) or a Module, got "
+                        f"{type(source).__name__}{hint}")
+    weights = checked_weights(weights, "compile_mlir: weights")
     opts = resolve_options(options)
     if opts["target"] != "cpu":  # another target's executable, from the same entry point
         from accel import targets
 
         return targets.get(opts["target"]).compile(source, opts, weights=weights)
+    try:
+        return _compile(source, opts, weights)
+    except RecursionError:  # a pass or the printer walking deeply nested regions
+        raise AccelError(too_deep("the MLIR input"), file=opts["filename"]) from None
+    except MemoryError as err:  # still a MemoryError, saying what ran out
+        raise MemoryError(f"compiling {opts['filename']} {out_of_memory(err)}") from None
+
+
+def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.ndarray]
+             ) -> CompiledMLIR:
+    from accel import cache
+    from accel.pipeline import run_pipeline
+
     filename = opts["filename"]
     text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
     key = cache.cache_key(text, code_options(opts)) if opts["cache"] else None
@@ -121,6 +140,7 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     if key is not None:
         cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
                           "object": base64.b64encode(compiled.object_code).decode(),
+                          "object_sha256": object_digest(compiled.object_code),
                           "signatures": [signature_to_json(s) for s in signatures.values()]})
     return compiled
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import hashlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import numpy as np
 from accel import phases
 from accel.diagnostics import AccelError
 from accel.llvm import engine as llvmx
+from accel.llvm.elf import object_problem
 from accel.runtime.call import CompiledFunction
 from accel.runtime.signature import Signature, signature_from_json
 from accel.runtime.weights import check_bindings
@@ -98,7 +100,12 @@ def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
                exact: bool = True) -> CompiledMLIR | None:
     """The `CompiledMLIR` of cache entry `key` with `weights` bound, or None (no entry, or
     one that does not fit: it is rebuilt). `exact`: the entry's weights must be exactly
-    `weights`' names (the front cache binds what it found, nothing else)."""
+    `weights`' names (the front cache binds what it found, nothing else).
+
+    An entry's object code runs as it is, so it is checked first: its digest (damage inside
+    a well-formed entry, e.g. a broken writer) and its ELF structure (what LLVM's loader
+    would crash on). A damaged entry is dropped and rebuilt, never linked.
+    """
     from accel import cache
 
     hit = cache.lookup(key)
@@ -111,14 +118,48 @@ def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
     specs = hit.get("weights", {})
     if not isinstance(specs, dict) or (exact and set(specs) != set(weights)):
         return None
-    obj = hit.get("object")
+    if "object" in hit and "object_sha256" not in hit:
+        return None  # written before entries had digests: rebuilt and overwritten
+    object_code = _cached_object(hit)
+    if isinstance(object_code, str):
+        cache.drop(key, object_code)
+        return None
+    check_bindings(specs, weights, "the compiled code")  # the caller's error, not the entry's
     rec = phases.current()
+    try:
+        compiled = CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opt_level,
+                                             hit.get("mlir_llvm", ""), cache_hit=True,
+                                             weights=weights, weight_specs=specs,
+                                             object_code=object_code)
+    except AccelError as err:  # IR or symbols that do not fit the signatures
+        cache.drop(key, str(err))
+        return None
     if rec is not None:
         rec.cache_hit = True
-    return CompiledMLIR.from_llvm_ir(hit["llvm_ir"], sigs, opt_level, hit.get("mlir_llvm", ""),
-                                     cache_hit=True, weights=weights, weight_specs=specs,
-                                     object_code=base64.b64decode(obj) if isinstance(obj, str)
-                                     else None)
+    return compiled
+
+
+def object_digest(object_code: bytes) -> str:
+    """The digest a cache entry keeps of its object code (`object_sha256`)."""
+    return hashlib.sha256(object_code).hexdigest()
+
+
+def _cached_object(hit: Mapping[str, Any]) -> bytes | None | str:
+    """The entry's checked object code, None when it has none (the IR is compiled), or a
+    str saying why the entry is damaged."""
+    obj = hit.get("object")
+    if obj is None:
+        return None
+    if not isinstance(obj, str):
+        return "object is not base64 text"
+    try:
+        data = base64.b64decode(obj, validate=True)
+    except ValueError:
+        return "object is not base64 text"
+    if hit.get("object_sha256") != object_digest(data):
+        return "object code does not match its digest"
+    problem = object_problem(data)
+    return f"object code is damaged: {problem}" if problem else data
 
 
 # -- JIT ------------------------------------------------------------------------------------

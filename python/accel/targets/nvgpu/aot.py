@@ -290,7 +290,11 @@ def build_library(exe: GpuExecutable, entry: str, name: str, out_dir: str | Path
     if program is None:
         raise AccelError(f"aot: no function @{entry}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AccelError(f"cannot create the AOT output folder '{out}': "
+                         f"{err.strerror or err}") from None
     _, device_bytes = _layout(program, on_gpu_tensors)
     header = out / f"{name}.h"
     source = out / f"{name}.c"

@@ -44,6 +44,7 @@ import numpy as np
 
 from accel.diagnostics import AccelError
 from accel.llvm import engine
+from accel.options import c_identifier_problem
 from accel.runtime.signature import Signature
 from accel.runtime.symbols import ALLOC_FAIL_SYMBOL, ASSERT_FAIL_SYMBOL
 from accel.targets.cpu import vecmath
@@ -58,9 +59,6 @@ from accel.targets.cpu.aot.csource import (
 from accel.targets.cpu.aot.memory import ALIGN, MemoryPlan, plan_memory
 from accel.targets.cpu.parallel import FAILURE_KEY, PARALLEL_FOR, parallel_runtime_ir
 
-#: Names the library's runtime needs from libc (or a program's own `main`).
-_RESERVED = {"main", "malloc", "free", "abort", "memcpy", "memset", "strncpy", "snprintf",
-             "pthread_key_create", "pthread_getspecific", "pthread_once"}
 #: `target_cpu` values: the LLVM CPU name and gcc `-march` for each (host: this machine's).
 TARGET_CPUS: dict[str, tuple[str, str]] = {
     "generic": ("x86-64", "x86-64"),  # any x86-64: the baseline level
@@ -174,10 +172,11 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
     and allocates nothing (static shapes only). `keep_sources`: also keep the generated C,
     assembly and LLVM IR in `out_dir/src/`.
     """
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
-        raise ValueError(f"aot_name must be a C identifier, got {name!r}")
-    if name in _RESERVED:
-        raise ValueError(f"aot_name {name!r} is a C library function the library uses")
+    if not isinstance(name, str):
+        raise TypeError(f"aot_name must be a str, got {type(name).__name__}")
+    problem = c_identifier_problem(name)
+    if problem:
+        raise ValueError(f"aot_name {problem}, got {name[:40]!r}")
     if target_cpu not in TARGET_CPUS:
         raise ValueError(f"target CPU must be one of {', '.join(TARGET_CPUS)}, got "
                          f"{target_cpu!r}")
@@ -196,7 +195,11 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
                          "the pool when the library is built)")
     bound = dict(cm.weights if weights is None else weights)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AccelError(f"cannot create the AOT output folder '{out}': "
+                         f"{err.strerror or err}") from None
     lib = AotLibrary(name, out, sig, static, user_memory, target_cpu)
     with tempfile.TemporaryDirectory(prefix="accel-aot-") as tmp_name:
         tmp = Path(tmp_name)
