@@ -10,8 +10,9 @@ import accel
 import numpy as np
 import pytest
 import torch
+from accel import targets
 from accel.diagnostics import AccelError
-from accel.options import OptionError
+from accel.options import OptionError, resolve
 from accel.targets.mncore import option_json
 from samples import ADD, mlp_class  # noqa: E402
 
@@ -168,7 +169,8 @@ def test_out_onnx_writes_the_model_as_checked_onnx(tmp_path) -> None:
 
 def test_out_onnx_from_mlir_input_is_a_clean_error(tmp_path) -> None:
     with pytest.raises(AccelError, match=r"out_onnx.*written from a torch model"):
-        accel.compile_mlir(ADD, {"target": "mncore", "out_onnx": str(tmp_path / "g.onnx")})
+        targets.get("mncore").compile(ADD, resolve({"target": "mncore",
+                                                    "out_onnx": str(tmp_path / "g.onnx")}))
     assert not (tmp_path / "g.onnx").exists()
 
 

@@ -62,8 +62,11 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
                                     f"{type(filename).__name__}")
     given.setdefault("target", "cpu")
     resolved = table.resolve(given, extra={"filename": filename})
-    if resolved["target"] == "cpu":  # e.g. float_dtype: refused, never silently ignored
-        check(resolved)
+    if resolved["target"] != "cpu":  # the other targets compile through accel.compile
+        raise table.OptionError(f"compile_mlir compiles for the host CPU (target 'cpu'), "
+                                f"got target {resolved['target']!r}: use accel-compile "
+                                f"--target {resolved['target']} or accel.compile")
+    check(resolved)  # e.g. float_dtype: refused, never silently ignored
     return resolved
 
 
@@ -71,8 +74,6 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
                  weights: Mapping[str, np.ndarray] | None = None) -> CompiledMLIR:
     """Lower MLIR text or a module (any level down to the LLVM dialect) and JIT it.
-
-    With `options["target"]` another target, that target compiles it (its executable).
 
     `weights` binds external `memref.global` declarations (no initial value) by name to
     C-contiguous arrays of their size, which the code then reads in place (accel.weights).
@@ -88,10 +89,6 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
                         f"{type(source).__name__}{hint}")
     weights = checked_weights(weights, "compile_mlir: weights")
     opts = resolve_options(options)
-    if opts["target"] != "cpu":  # another target's executable, from the same entry point
-        from accel import targets
-
-        return targets.get(opts["target"]).compile(source, opts, weights=weights)
     try:
         return _compile(source, opts, weights)
     except RecursionError:  # a pass or the printer walking deeply nested regions
