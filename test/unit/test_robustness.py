@@ -61,3 +61,11 @@ def test_freed_results_at_interpreter_exit_are_quiet() -> None:
                           timeout=300, check=False)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert np.isfinite(1.0)
+
+
+def test_one_tensor_given_twice_compiles_two_inputs() -> None:
+    """`accel.compile(f, (a, a))` compiled `x / y` as `x / x`: later calls returned ones."""
+    a = torch.ones(3)
+    fn = accel.compile(lambda x, y: x / y, (a, a), options={"cache": False})
+    x, y = torch.arange(1.0, 4.0), torch.full((3,), 2.0)
+    torch.testing.assert_close(fn(x, y), x / y)

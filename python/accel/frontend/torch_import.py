@@ -81,6 +81,26 @@ def _as_module(model: Any) -> Any:
     return _Wrapped()
 
 
+def _unaliased(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """`inputs` with a tensor that shares memory with an earlier one cloned.
+
+    torch.export gives two example inputs that are one tensor a single placeholder, so
+    `f(a, a)` would compile `x / y` as `x / x` and return ones for any later inputs: each
+    parameter of the compiled function must be its own input.
+    """
+    import torch
+
+    seen: list[Any] = []
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            if any(_same_memory(x, y) for y in seen):
+                x = x.clone()
+            seen.append(x)
+        out.append(x)
+    return tuple(out)
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
@@ -115,6 +135,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                         f"{type(example_inputs).__name__}")
     name = model_name(model)
     module = _as_module(model)
+    example_inputs = _unaliased(example_inputs)
     if module is not model and isinstance(dynamic_shapes, tuple | list):
         dynamic_shapes = (tuple(dynamic_shapes),)  # the wrapper's one `*args` parameter
     import torch
