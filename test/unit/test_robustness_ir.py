@@ -323,6 +323,16 @@ def test_a_crashing_upstream_pass_runs_in_a_child_and_fails_cleanly(tmp_path: Pa
     assert all(n.startswith("note: ") for n in notes) and "Fatal Python" not in result.stderr
 
 
+def test_convert_to_llvm_under_func_func_fails_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "a.mlir"
+    path.write_text(AFFINE)
+    result = run_tool("accel-opt", str(path),
+                      "--pass-pipeline=builtin.module(func.func(convert-to-llvm))")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"{path}: error: upstream pass pipeline 'builtin.module("
+                                    "func.func(convert-to-llvm))' crashed (SIGSEGV)")
+
+
 def test_isolated_upstream_steps_give_the_in_process_result(ctx) -> None:
     from accel.ir import Module, ir
     from accel.pass_run import RunConfig
