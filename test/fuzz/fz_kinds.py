@@ -164,7 +164,25 @@ def _run_input(case: dict[str, Any], env: Env, native: Native) -> Result:
                      if shape_type else "error"}, native)
 
 
+def _selftest(case: dict[str, Any], env: Env, native: Native) -> Result:
+    """The harness's own test (test_fuzz_slice.py): a crash, a hang, a traceback."""
+    import os
+    import signal
+    import time
+
+    what = case["what"]
+    if what == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == "hang":
+        time.sleep(3600)
+    if what == "traceback":
+        return cli_case(env, "accel-opt", ["--load-pass-plugin=/nonexistent.py"], case,
+                        lambda: "Traceback (most recent call last):\n")
+    return guarded(lambda: {}["missing"])
+
+
 _KINDS: dict[str, Callable[[dict[str, Any], Env, Native], Result]] = {
+    "selftest": _selftest,
     "accel-opt": _accel_opt, "accel-run": _accel_run, "compile_mlir": _compile_mlir,
     "options-compile_mlir": _options_compile_mlir, "options-compile": _options_compile,
     "accel-compile": _accel_compile, "layout": _layout, "layout-ir": _layout_ir,
