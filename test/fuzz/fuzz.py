@@ -129,26 +129,34 @@ def format_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def replay(path: Path, timeout: float) -> int:
-    """Run one saved case again (in a worker, as in the run) and print what happens."""
-    saved = json.loads(path.read_text())
-    case = saved.get("case", saved)
+def replay(paths: list[Path], timeout: float) -> int:
+    """Run saved cases again (in workers, as in the run) and print what happens; 1 if any
+    is still a defect."""
+    cases = []
+    for path in paths:
+        saved = json.loads(path.read_text())
+        cases.append(saved.get("case", saved))
     work = Path(tempfile.mkdtemp(prefix="accel-fuzz-"))
     try:
         os.environ["ACCEL_CACHE_DIR"] = str(work / "cache")
-        fixtures, _ = prepare(work)
-        ((_, result),) = fz_pool.run_all(iter([case]), fixtures, work, workers=1,
-                                      timeout=timeout, deadline=None)
+        if all(c.get("kind") == "selftest" for c in cases):  # the harness's own test
+            fixtures = work / "fixtures"
+            fixtures.mkdir()
+        else:
+            fixtures, _ = prepare(work)
+        results = fz_pool.run_all(iter(cases), fixtures, work, workers=1, timeout=timeout,
+                                  deadline=None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps({k: v for k, v in case.items() if k != "text"}, indent=1)[:3000])
-    if "text" in case:
-        print("--- input ---\n" + case["text"][:3000])
-    print(f"--- outcome: {result['outcome']}: {result.get('reason', '')}")
-    for key in ("message", "detail"):
-        if result.get(key):
-            print(f"--- {key} ---\n{result[key]}")
-    return 1 if result["outcome"] == "defect" else 0
+    for case, result in results:
+        print(json.dumps({k: v for k, v in case.items() if k != "text"}, indent=1)[:3000])
+        if "text" in case:
+            print("--- input ---\n" + case["text"][:3000])
+        print(f"--- outcome: {result['outcome']}: {result.get('reason', '')}")
+        for key in ("message", "detail"):
+            if result.get(key):
+                print(f"--- {key} ---\n{result[key]}")
+    return 1 if any(r["outcome"] == "defect" for _, r in results) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder for report.json and defects/<id>.json (default fuzz-out)")
     p.add_argument("--quick", action="store_true",
                    help="fewer torch compiles (the pytest slice)")
-    p.add_argument("--replay", type=Path, metavar="FILE",
-                   help="run one saved defect (defects/<id>.json) again and show it")
+    p.add_argument("--replay", type=Path, nargs="+", metavar="FILE",
+                   help="run saved defects (defects/<id>.json) again and show them")
     p.add_argument("-v", "--verbose", action="store_true", help="print every defect as found")
     a = p.parse_args(argv)
     if a.replay:

@@ -40,6 +40,13 @@ def run_case(case: dict[str, Any], env: Env, native: Native) -> Result:
 
 
 # -- ir and pipelines -----------------------------------------------------------------------
+def _text(case: dict[str, Any]) -> str:
+    """The case's MLIR text (deeply nested inputs are made here from `nest`)."""
+    if "nest" in case:
+        return fz_mutate.deep_nesting(*case["nest"])
+    return case["text"]
+
+
 def _input_file(env: Env, text: str) -> str:
     path = env.work / "input.mlir"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
@@ -48,21 +55,20 @@ def _input_file(env: Env, text: str) -> str:
 
 def _accel_opt(case: dict[str, Any], env: Env, native: Native) -> Result:
     source = str(env.fixtures / case["input"]) if "input" in case else _input_file(
-        env, case["text"])
+        env, _text(case))
     return cli_case(env, "accel-opt", [source, *case["args"]], case, native)
 
 
 def _accel_run(case: dict[str, Any], env: Env, native: Native) -> Result:
-    result = cli_case(env, "accel-run", [_input_file(env, case["text"]), *case["args"]],
-                      case, native)
-    return result
+    return cli_case(env, "accel-run", [_input_file(env, _text(case)), *case["args"]], case,
+                    native)
 
 
 def _compile_mlir(case: dict[str, Any], env: Env, native: Native) -> Result:
     from accel.targets.cpu.compile import compile_mlir
 
     def body() -> Result:
-        compile_mlir(case["text"], {"cache": False, "filename": "input.mlir"})
+        compile_mlir(_text(case), {"cache": False, "filename": "input.mlir"})
         return expecting(ok(), case)
 
     return guarded(body)
@@ -164,7 +170,25 @@ def _run_input(case: dict[str, Any], env: Env, native: Native) -> Result:
                      if shape_type else "error"}, native)
 
 
+def _selftest(case: dict[str, Any], env: Env, native: Native) -> Result:
+    """The harness's own test (test_fuzz_slice.py): a crash, a hang, a traceback."""
+    import os
+    import signal
+    import time
+
+    what = case["what"]
+    if what == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == "hang":
+        time.sleep(3600)
+    if what == "traceback":
+        return cli_case(env, "accel-opt", ["--load-pass-plugin=/nonexistent.py"], case,
+                        lambda: "Traceback (most recent call last):\n")
+    return guarded(lambda: {}["missing"])
+
+
 _KINDS: dict[str, Callable[[dict[str, Any], Env, Native], Result]] = {
+    "selftest": _selftest,
     "accel-opt": _accel_opt, "accel-run": _accel_run, "compile_mlir": _compile_mlir,
     "options-compile_mlir": _options_compile_mlir, "options-compile": _options_compile,
     "accel-compile": _accel_compile, "layout": _layout, "layout-ir": _layout_ir,

@@ -206,3 +206,20 @@ def test_a_model_too_big_to_allocate_says_how_big(tmp_path: Path) -> None:
         "bytes. Error code 12 (Cannot allocate memory)')\n")
     with pytest.raises(AccelError, match=r"get_model\(\) failed: the model needs 3,725.3 GiB"):
         load_model_file(model, "get_model")
+
+
+def test_an_argument_numpy_cannot_view_is_a_type_error() -> None:
+    compiled = compile_mlir(ADD, {"cache": False})
+    with pytest.raises(TypeError, match=r"@add argument %arg0: .* got a Tensor that is not an "
+                                        r"array \(Can't call numpy\(\) on Tensor that "
+                                        r"requires grad"):
+        compiled.invoke("add", torch.ones(4, requires_grad=True), np.ones(4, np.float32))
+
+
+def test_attributes_nested_thousands_deep_are_no_recursion_error() -> None:
+    """The mncore layout scan used to recurse into nested arrays (RecursionError inside an
+    MLIR callback, reported as RuntimeError)."""
+    attr = "[" * 5000 + "1" + "]" * 5000
+    compiled = compile_mlir(f"func.func @deep() attributes {{a = {attr}}} {{\n  return\n}}\n",
+                            {"cache": False})
+    assert "deep" in compiled.functions

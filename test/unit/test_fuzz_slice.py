@@ -65,3 +65,23 @@ def test_fuzz_slice_has_no_defects(tmp_path: Path) -> None:
         lines = [f"#{d['id']} {d['family']}/{d['kind']}: {d['reason']}: {d['message'][:300]!r}"
                  f" (replay: test/fuzz/fuzz.py --replay {d.get('replay')})" for d in new]
         pytest.fail("fuzz defects:\n" + "\n".join(lines))
+
+
+def test_the_harness_reports_crashes_hangs_and_tracebacks(tmp_path: Path) -> None:
+    """The slice can fail: a signal, a hang and a traceback are each a defect charged to the
+    case that caused it, and the worker is replaced (the last case still runs)."""
+    files = []
+    for i, what in enumerate(("crash", "hang", "traceback", "keyerror")):
+        path = tmp_path / f"{what}.json"
+        path.write_text(json.dumps({"case": {"id": i, "family": "api", "kind": "selftest",
+                                             "what": what}}))
+        files.append(str(path))
+    proc = subprocess.run([sys.executable, str(FUZZ / "fuzz.py"), "--timeout", "5",
+                           "--replay", *files], capture_output=True, text=True, timeout=300,
+                          check=False)
+    outcomes = [line for line in proc.stdout.splitlines() if line.startswith("--- outcome")]
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert outcomes == ["--- outcome: defect: killed by SIGSEGV",
+                        "--- outcome: defect: hang: no result after 5 s",
+                        "--- outcome: defect: traceback",
+                        "--- outcome: defect: unexpected KeyError"]

@@ -309,6 +309,8 @@ def _is_shape_error(err: BaseException) -> bool:
 
     if not isinstance(err, RuntimeError | ValueError | IndexError | TypeError):
         return False
+    if "data-dependent" in str(err) or "DataDependent" in type(err).__name__:
+        return False  # control flow on values: the export hint applies, not the inputs
     frames = " ".join(f.filename for f in traceback.extract_tb(err.__traceback__))
     return bool(_SHAPE_ERROR.search(_first_line(err))) and any(
         checker in frames for checker in _SHAPE_CHECKERS)
