@@ -35,6 +35,9 @@ class OptionValueError(ValueError):
     """A bad value for an upstream pass option; the message names the pass and option."""
 
 
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
 def check_options(name: str, option_text: str | None) -> None:
     """Raise `OptionValueError` for a value of pass `name`'s options that is malformed, out
     of its type's range or known to crash the pass. Unknown passes and options are left to
@@ -50,6 +53,10 @@ def check_options(name: str, option_text: str | None) -> None:
     except ValueError as err:
         raise OptionValueError(f"pass '{name}': {err}") from None
     for key, raw in pairs:
+        # The bindings' option parser takes `{=1}` and `{==x}` and ignores them: say so.
+        if not _OPTION_NAME.fullmatch(key):
+            raise OptionValueError(f"pass '{name}': {key!r} is not an option name "
+                                   f"(options are name=value)")
         if key not in types:
             continue
         where = f"option '{key}' of pass '{name}'"
