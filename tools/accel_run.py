@@ -106,17 +106,7 @@ def parse_input(spec: str) -> np.ndarray:
             array = np.array(values, dtype=dt.user_dtype).reshape(shape)
     except OverflowError:
         raise AccelError(f"--input '{spec}': a value does not fit {dtype_name}") from None
-    if array.dtype.kind == "f" and values:
-        given = np.array(values, dtype=np.float64)
-        largest = _BF16_MAX if dtype_name == "bf16" else float(np.finfo(array.dtype).max)
-        if np.any(np.isfinite(given) & (np.abs(given) > largest)):
-            raise AccelError(f"--input '{spec}': a value is beyond the largest finite "
-                             f"{dtype_name} ({largest:g}); write inf for infinity")
     return array
-
-
-#: The largest finite bfloat16 (values past it round to inf).
-_BF16_MAX = 3.3895313892515355e38
 
 
 def _parse_value(token: str, dtype_name: str, spec: str) -> Any:

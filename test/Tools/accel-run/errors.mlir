@@ -27,9 +27,9 @@
 // SPEC: accel-run: error: --input 'bogus': expected SHAPExDTYPE=VALUES, DTYPE=VALUE or a .npy file
 // RANGE: accel-run: error: --input 'i8=300': a value does not fit i8
 // A finite value past the dtype's range is an error, not a RuntimeWarning and a silent inf.
-// F16MAX: accel-run: error: --input '2xf16=1,70000': a value is beyond the largest finite f16 (65504); write inf for infinity
+// F16MAX: accel-run: error: --input '2xf16=1,70000': 70000 is out of range for f16 (largest finite value: 65504.0)
 // F16MAX-NOT: Warning
-// BF16MAX: accel-run: error: --input '2xbf16=1,1e39': a value is beyond the largest finite bf16 (3.38953e+38)
+// BF16MAX: accel-run: error: --input '2xbf16=1,1e39': 1e39 is out of range for bf16 (largest finite value: 3.3895314e+38)
 // ENTRY: accel-run: error: no public function @nope in {{.*}}errors.mlir (available: @main, @vec)
 // NOCALL: accel-run: error: @vec cannot be called from Python: type vector<4xf32> has no Python mapping
 // MISSING: {{.*}}does-not-exist.mlir: error: could not open input file: no such file
