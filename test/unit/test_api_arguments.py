@@ -218,8 +218,13 @@ def test_an_argument_numpy_cannot_view_is_a_type_error() -> None:
 
 def test_attributes_nested_thousands_deep_are_no_recursion_error() -> None:
     """The mncore layout scan used to recurse into nested arrays (RecursionError inside an
-    MLIR callback, reported as RuntimeError)."""
-    attr = "[" * 5000 + "1" + "]" * 5000
-    compiled = compile_mlir(f"func.func @deep() attributes {{a = {attr}}} {{\n  return\n}}\n",
-                            {"cache": False})
+    MLIR callback, reported as RuntimeError). Past safe_parse's nesting limit (256) the
+    input is refused before parsing."""
+    def source(depth: int) -> str:
+        attr = "[" * depth + "1" + "]" * depth
+        return f"func.func @deep() attributes {{a = {attr}}} {{\n  return\n}}\n"
+
+    compiled = compile_mlir(source(240), {"cache": False})
     assert "deep" in compiled.functions
+    with pytest.raises(AccelError, match=r"IR nests too deeply \(5001 levels"):
+        compile_mlir(source(5000), {"cache": False})

@@ -94,11 +94,20 @@ def _unaliased(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor):
-            if any(_same_memory(x, y) for y in seen):
+            if any(_shares_memory(x, y) for y in seen):
                 x = x.clone()
             seen.append(x)
         out.append(x)
     return tuple(out)
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return _same_memory(a, b)
+    except RuntimeError:  # fake/functional tensors (AOTAutograd's inputs) have no storage
+        return False
 
 
 def _first_line(err: BaseException) -> str:
