@@ -268,6 +268,79 @@ def _complex_reduction(reduce: Any) -> Any:
     return decomposition
 
 
+def _pair(value: Any, default: Any = None) -> tuple[int, int]:
+    if value is None or (isinstance(value, list | tuple) and len(value) == 0):
+        value = default
+    if isinstance(value, int):
+        return value, value
+    return (int(value[0]), int(value[0])) if len(value) == 1 else (int(value[0]), int(value[1]))
+
+
+def _pool_divisors(size: int, out: int, k: int, s: int, p: int, include_pad: bool
+                   ) -> list[tuple[int, int]]:
+    """Per output index along one dimension: (the window length the divisor counts, the
+    window length within the padded input), exactly as torch's CPU avg_pool2d kernel."""
+    found = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, size + p)
+        padded = end - start
+        start, end = max(start, 0), min(end, size)
+        found.append((padded if include_pad else end - start, padded))
+    return found
+
+
+def _runs(values: list[tuple[int, int]], dtype: Any) -> Any:
+    """`values[i][0]` as a 1-D tensor, built from `full` runs (a tensor literal would be a
+    lifted constant, which a decomposition may not create)."""
+    import torch
+
+    parts: list[tuple[int, int]] = []
+    for v, _ in values:
+        if parts and parts[-1][0] == v:
+            parts[-1] = (v, parts[-1][1] + 1)
+        else:
+            parts.append((v, 1))
+    return torch.cat([torch.full((n,), float(v), dtype=dtype) for v, n in parts])
+
+
+def _avg_pool2d_backward(grad: Any, x: Any, kernel_size: Any, stride: Any, padding: Any,
+                         ceil_mode: bool, count_include_pad: bool,
+                         divisor_override: int | None) -> Any:
+    """`avg_pool2d`'s gradient without a pooling op (torch-mlir has no lowering for
+    `aten.avg_pool2d_backward`): each output gradient, divided by its window's divisor, is
+    spread over its window: for every kernel offset (di, dj), the gradient placed at rows
+    di + i*stride and columns dj + j*stride (zero-interleaved by padding), summed, then the
+    padding cropped off. Divisors are computed at trace time from the static shapes, as
+    torch's CPU kernel does (count_include_pad, ceil_mode, divisor_override)."""
+    import torch
+
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding, 0)
+    h, w = int(x.shape[-2]), int(x.shape[-1])
+    oh, ow = int(grad.shape[-2]), int(grad.shape[-1])
+    if divisor_override:
+        div = torch.full((oh, ow), float(divisor_override), dtype=grad.dtype)
+    else:
+        rows = _runs(_pool_divisors(h, oh, kh, sh, ph, count_include_pad), grad.dtype)
+        cols = _runs(_pool_divisors(w, ow, kw, sw, pw, count_include_pad), grad.dtype)
+        div = rows.unsqueeze(-1) * cols
+    g = grad / div
+    lead = tuple(grad.shape[:-2])
+    # Zero-interleave: (..., oh, ow) -> (..., oh*sh, ow*sw) with g at multiples of the stride.
+    g = torch.nn.functional.pad(g.unsqueeze(-1), (0, sw - 1)).reshape(*lead, oh, ow * sw)
+    g = torch.nn.functional.pad(g.unsqueeze(-2), (0, 0, 0, sh - 1)).reshape(
+        *lead, oh * sh, ow * sw)
+    total = None
+    for di in range(kh):
+        for dj in range(kw):
+            shifted = torch.nn.functional.pad(g, (dj, kw - dj, di, kh - di))
+            total = shifted if total is None else total + shifted
+    assert total is not None
+    return total[..., ph:ph + h, pw:pw + w]
+
+
 def decompositions() -> dict[Any, Any]:
     """torch-mlir's decomposition table plus accel's fixes for ops it lowers unlike eager."""
     import torch
@@ -278,6 +351,7 @@ def decompositions() -> dict[Any, Any]:
     table[aten.reciprocal.default] = _reciprocal
     table[aten.hypot.default] = _hypot
     table[aten.copysign.Tensor] = _copysign
+    table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     fixes: dict[Any, Any] = {}
     # int8/uint8 ops convert-torch-to-linalg crashes or fails on.
     fixes[aten.mul.Tensor] = _first(_in_int32(aten.mul.Tensor, scalar_other=True),
