@@ -21,7 +21,7 @@ optimizer graph.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from accel.diagnostics import AccelError
@@ -57,6 +57,9 @@ class OptimizerSpec:
     #: Trained parameters' names, in graph order, and the optimizer's tensors for them.
     names: tuple[str, ...]
     rules: tuple[ParamRule, ...]
+    #: Each group's structural settings when the spec was made (`structure`'s fast check);
+    #: not part of equality.
+    group_keys: tuple[Any, ...] = field(default=(), compare=False)
 
     def state_keys(self, i: int) -> tuple[str, ...]:
         """torch's state keys held as tensors shaped like parameter i, in graph order."""
@@ -103,6 +106,16 @@ def _rule(kind: str, index: int, group: dict[str, Any]) -> ParamRule:
                      lerp_high=(1 - beta1) >= 0.5)
 
 
+def _group_key(kind: str, group: dict[str, Any]) -> tuple[Any, ...]:
+    """What in a group decides the update's structure (`_rule`'s inputs, as booleans)."""
+    wd = float(group.get("weight_decay", 0) or 0) != 0
+    common = (bool(group.get("differentiable")), wd, bool(group.get("maximize", False)))
+    if kind == "sgd":
+        return (*common, float(group["momentum"]) != 0, bool(group.get("nesterov")))
+    return (*common, type_is_adamw(group), bool(group.get("amsgrad")),
+            (1 - float(group["betas"][0])) >= 0.5)
+
+
 def type_is_adamw(group: dict[str, Any]) -> bool:
     """Adam with decoupled weight decay (AdamW, or Adam(decoupled_weight_decay=True))."""
     return bool(group.get("decoupled_weight_decay", False))
@@ -131,13 +144,17 @@ def describe(optimizer: Any, params: Sequence[tuple[str, Any]]) -> OptimizerSpec
         rules.append(_rule(kind, index, optimizer.param_groups[index]))
     if not names:
         raise AccelError("the optimizer holds none of the model's trained parameters")
-    return OptimizerSpec(kind, tuple(names), tuple(rules))
+    return OptimizerSpec(kind, tuple(names), tuple(rules),
+                         tuple(_group_key(kind, g) for g in optimizer.param_groups))
 
 
 def structure(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> OptimizerSpec:
     """`spec` again if the optimizer's groups still have its structure, else the new one
     (the caller compiles a new optimizer graph for it)."""
     groups = optimizer.param_groups
+    key = tuple(_group_key(spec.kind, g) for g in groups)
+    if spec.group_keys == key:  # the common case: nothing structural changed
+        return spec
     rules = []
     for rule, param in zip(spec.rules, params, strict=True):
         group = groups[rule.group] if rule.group < len(groups) else None
@@ -151,7 +168,7 @@ def structure(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> Opt
             rules.append(_rule(spec.kind, index, group))
         else:
             rules.append(_rule(spec.kind, rule.group, group))
-    new = OptimizerSpec(spec.kind, spec.names, tuple(rules))
+    new = OptimizerSpec(spec.kind, spec.names, tuple(rules), key)
     return spec if new == spec else new
 
 
@@ -212,7 +229,7 @@ def hyper_values(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> 
     else:
         steps = [optimizer.state[p]["step"] for p in params]
         torch._foreach_add_(steps, 1)
-        counts = torch.stack([s.detach().reshape(()).double() for s in steps]).tolist()
+        counts = torch.stack(steps).tolist()  # exact: float32 counts up to 2**24
         for rule, count in zip(spec.rules, counts, strict=True):
             g = groups[rule.group]
             lr, wd, eps = float(g["lr"]), float(g["weight_decay"]), float(g["eps"])

@@ -78,24 +78,32 @@ class TrainStep:
         self._grad_order = [grad_at[n] for n in self.spec.names]
         self._batch_arity = 1 + max((int(n.split(":")[1]) for n in self._fwd_in + self._bwd_in
                                      if n.startswith("batch:")), default=-1)
+        self._fwd_src = self._sources(self._fwd_in)
+        self._bwd_src = self._sources(self._bwd_in)
+        self._read = [(n, self._params[n]) for n in dict.fromkeys(
+            key for kind, key in self._fwd_src + self._bwd_src if kind == 0)]
 
     def _groups_key(self) -> tuple[int, ...]:
         if self.optimizer is None:
             return ()
         return tuple(id(p) for g in self.optimizer.param_groups for p in g["params"])
 
-    def _value(self, name: str, batch: Sequence[Any], buffers: dict[str, Any],
-               saved: Sequence[Any]) -> Any:
-        kind, _, key = name.partition(":")
-        if kind == "param":
-            return self._params[key].detach()
-        if kind == "buffer":
-            return buffers[key]
-        if kind == "batch":
-            return batch[int(key)]
-        if kind == "saved":
-            return saved[int(key)]
-        raise AccelError(f"internal error: unknown graph input {name}")
+    def _sources(self, names: Sequence[str]) -> list[tuple[int, Any]]:
+        """Each graph input as (kind, key): 0 parameter, 1 buffer, 2 batch, 3 saved."""
+        kinds = {"param": 0, "buffer": 1, "batch": 2, "saved": 3}
+        found = []
+        for name in names:
+            kind, _, key = name.partition(":")
+            if kind not in kinds:
+                raise AccelError(f"internal error: unknown graph input {name}")
+            found.append((kinds[kind], int(key) if kinds[kind] >= 2 else key))
+        return found
+
+    @staticmethod
+    def _args(sources: list[tuple[int, Any]], params: dict[str, Any], buffers: dict[str, Any],
+              batch: Sequence[Any], saved: Sequence[Any]) -> list[Any]:
+        pools = (params, buffers, batch, saved)
+        return [pools[kind][key] for kind, key in sources]
 
     # -- a step ---------------------------------------------------------------------------
     def __call__(self, *batch: Any) -> Any:
@@ -108,16 +116,17 @@ class TrainStep:
 
             world_size(self.settings.get("world_size"))
         buffers = {k: v.detach() for k, v in self._buffers.items()}
+        params = {n: p.detach() for n, p in self._read}
         fwd, bwd = self.compiled["forward"], self.compiled["backward"]
         losses, grads = [], None
         for part in micro:
-            out = fwd(*[self._value(n, part, buffers, ()) for n in self._fwd_in])
+            out = fwd(*self._args(self._fwd_src, params, buffers, part, ()))
             out = out if isinstance(out, tuple) else (out,)
             losses.append(out[self._loss_at])
             for i, name in self._buffer_out:
                 buffers[name] = out[i]
             saved = out[self._saved_at:]
-            got = bwd(*[self._value(n, part, buffers, saved) for n in self._bwd_in])
+            got = bwd(*self._args(self._bwd_src, params, buffers, part, saved))
             got = list(got) if isinstance(got, tuple) else [got]
             ordered = [got[i] for i in self._grad_order]
             if grads is None:
@@ -130,9 +139,10 @@ class TrainStep:
 
             all_reduce_sum(grads)
         self._update(grads)
-        with torch.no_grad():
-            for name, value in ((n, buffers[n]) for _, n in self._buffer_out):
-                self._buffers[name].copy_(value)
+        if self._buffer_out:
+            with torch.no_grad():
+                torch._foreach_copy_([self._buffers[n] for _, n in self._buffer_out],
+                                     [buffers[n] for _, n in self._buffer_out])
         loss = losses[0] if len(losses) == 1 else torch.stack(losses).mean()
         self.last_loss = loss
         return loss
@@ -215,8 +225,11 @@ class TrainStep:
     def _write_state(self, values: list[Any]) -> None:
         """New optimizer state into `optimizer.state`: copied into the tensors already there
         (in place, like torch), bound where torch would create one (SGD's first step)."""
+        import torch
+
         opt, spec = self.optimizer, self.spec
         offset = 0
+        targets, sources = [], []
         for i, param in enumerate(self._trained):
             state = opt.state[param]
             for key in spec.state_keys(i):
@@ -226,7 +239,10 @@ class TrainStep:
                 if current is None:
                     state[key] = value
                 else:
-                    current.copy_(value)
+                    targets.append(current)
+                    sources.append(value)
+        if targets:
+            torch._foreach_copy_(targets, sources)
 
     def _use_spec(self, spec: optimizers.OptimizerSpec) -> None:
         """Switch to the optimizer graph of `spec` (compiled once per structure)."""
