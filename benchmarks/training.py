@@ -9,18 +9,22 @@ momentum), `gpt2` (the model zoo's tiny GPT-2: 2 layers, 2 heads, width 64, voca
 2x16 ids, its causal-LM loss, AdamW). One step is forward, backward and the optimizer update:
 - `eager`: `opt.zero_grad(); loss_fn(model, *batch).backward(); opt.step()`;
 - `inductor`: the same with `torch.compile(model)` (AOTAutograd + inductor's C++ codegen for
-  forward and backward; the optimizer step stays eager, as in most torch.compile training);
+  forward and backward; the optimizer step stays eager, as in most torch.compile training;
+  a fresh `TORCHINDUCTOR_CACHE_DIR` per run, so its compile is cold too);
 - `accel`: `step = accel.compile_train_step(model, loss_fn, opt, batch)`, `step(*batch)`
   (forward, backward and optimizer as compiled code), `cache=False`, default opt_level 3.
 
-Each (framework, thread count) runs in its own subprocess with OMP/MKL/ACCEL thread counts
-set before torch is imported and `torch.set_num_threads`. Per workload: compile seconds
-(accel: compile_train_step; inductor: the first step minus a steady step; eager: 0), the
-median step time after warm-up steps, and peak memory: the growth of the resident set
-(VmHWM, reset before the workload) over the RSS after building the model, i.e. what
-compiling and training add. Prints a table (ratios eager/accel and inductor/accel: > 1 means
-accel is faster) and writes JSON (`benchmarks/results/training.json` by default) with the
-machine's CPU model, ISA flags, core count and load average. docs/training.md shows results.
+Each thread count runs in its own subprocess with OMP/MKL/ACCEL thread counts set before
+torch is imported and `torch.set_num_threads`, and with the malloc setting a TrainStep makes
+(`accel.runtime.heap.reuse_large_blocks`) applied to every framework. Per model, each
+framework first compiles and takes two steps (compile seconds: accel's compile_train_step,
+inductor's first step, minus a steady step; peak memory: the growth of the resident set,
+VmHWM reset before, over the RSS after building the model, i.e. what compiling and the
+first steps add); then the frameworks' steps are timed interleaved, one step of each in
+turn (medians), so that load changes on a shared machine hit all of them alike. Prints a
+table (ratios eager/accel and inductor/accel: > 1 means accel is faster) and writes JSON
+(`benchmarks/results/training.json` by default) with the machine's CPU model, ISA flags,
+core count and load average. docs/training.md shows results.
 """
 
 from __future__ import annotations
@@ -142,42 +146,63 @@ def _prepare(framework: str, model: Any, loss_fn: Any, opt: Any, batch: tuple[An
     return eager_step
 
 
-def run_workload(framework: str, name: str, threads: int, seconds: float) -> dict[str, Any]:
+def run_model(name: str, frameworks: list[str], threads: int, seconds: float
+              ) -> dict[str, Any]:
+    """Every framework's step on model `name`: compile each (peak memory measured around
+    it), then time them interleaved, one step of each in turn, so that a change in the
+    machine's load (a shared machine) hits all of them alike."""
     import torch
 
-    model, loss_fn, opt, batch = BUILD[name]()
-    base = _status_mib("VmRSS")
-    _reset_peak()
-    start = time.perf_counter()
-    step = _prepare(framework, model, loss_fn, opt, batch, threads)
-    step()  # the first step (for inductor: the compile happens here)
-    first = time.perf_counter() - start
-    times = []
-    deadline = time.perf_counter() + seconds
-    while len(times) < 5 or (time.perf_counter() < deadline and len(times) < 500):
-        t = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t)
-    median = statistics.median(times[2:])
-    peak = _status_mib("VmHWM")
-    compile_s = 0.0 if framework == "eager" else max(first - median, 0.0)
-    assert torch.isfinite(loss).all()
-    return {"step_ms": median * 1e3, "compile_s": compile_s, "steps": len(times),
-            "peak_mib": None if peak is None or base is None else peak - base,
-            "loss": float(loss)}
-
-
-def worker(framework: str, threads: int, models: list[str], seconds: float) -> dict[str, Any]:
-    import torch
-
-    torch.set_num_threads(threads)
-    out: dict[str, Any] = {"framework": framework, "threads": threads, "results": {}}
-    for name in models:
-        print(f"  [{framework} x{threads}] {name} ...", file=sys.stderr, flush=True)
+    steps, out = {}, {}
+    for fw in frameworks:
+        model, loss_fn, opt, batch = BUILD[name]()
+        base = _status_mib("VmRSS")
+        _reset_peak()
+        start = time.perf_counter()
         try:
-            out["results"][name] = run_workload(framework, name, threads, seconds)
+            steps[fw] = _prepare(fw, model, loss_fn, opt, batch, threads)
+            steps[fw]()  # the first step (for inductor: the compile happens here)
         except Exception as err:  # noqa: BLE001 - recorded, the run goes on
-            out["results"][name] = {"error": f"{type(err).__name__}: {err}"[:500]}
+            out[fw] = {"error": f"{type(err).__name__}: {err}"[:500]}
+            steps.pop(fw, None)
+            continue
+        first = time.perf_counter() - start
+        steps[fw]()
+        peak = _status_mib("VmHWM")
+        out[fw] = {"first_s": first,
+                   "peak_mib": None if peak is None or base is None else peak - base}
+    times: dict[str, list[float]] = {fw: [] for fw in steps}
+    deadline = time.perf_counter() + seconds * max(len(steps), 1)
+    while min((len(t) for t in times.values()), default=10) < 10 or (
+            time.perf_counter() < deadline and len(next(iter(times.values()))) < 500):
+        for fw, step in steps.items():
+            t = time.perf_counter()
+            loss = step()
+            times[fw].append(time.perf_counter() - t)
+        assert torch.isfinite(loss).all()
+    for fw, ts in times.items():
+        median = statistics.median(ts)
+        out[fw].update({"step_ms": median * 1e3, "steps": len(ts),
+                        "compile_s": 0.0 if fw == "eager" else
+                        max(out[fw].pop("first_s") - median, 0.0)})
+        out[fw].pop("first_s", None)
+    return out
+
+
+def worker(frameworks: list[str], threads: int, models: list[str], seconds: float
+           ) -> dict[str, Any]:
+    import torch
+    from accel.runtime.heap import reuse_large_blocks
+
+    # The malloc setting a TrainStep makes (accel.runtime.heap), for every framework alike:
+    # the comparison is between compilers, not allocator settings.
+    reuse_large_blocks()
+    torch.set_num_threads(threads)
+    out: dict[str, Any] = {"threads": threads, "torch_threads": torch.get_num_threads(),
+                           "results": {}}
+    for name in models:
+        print(f"  [x{threads}] {name} ...", file=sys.stderr, flush=True)
+        out["results"][name] = run_model(name, frameworks, threads, seconds)
     return out
 
 
@@ -208,21 +233,26 @@ def machine() -> dict[str, Any]:
             "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 
-def spawn(framework: str, threads: int, models: list[str], seconds: float) -> dict[str, Any]:
-    env = {**os.environ, **{k: str(threads) for k in THREAD_ENV}}
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework, "--threads",
-           str(threads), "--models", *models, "--seconds", str(seconds)]
+def spawn(frameworks: list[str], threads: int, models: list[str], seconds: float
+          ) -> dict[str, Any]:
+    import tempfile
+
+    # A fresh inductor cache: its compile time is a cold compile, like accel's (cache off).
+    env = {**os.environ, **{k: str(threads) for k in THREAD_ENV},
+           "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="inductor-")}
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(threads),
+           "--frameworks", *frameworks, "--models", *models, "--seconds", str(seconds)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
     lines = proc.stdout.strip().splitlines()
     if proc.returncode or not lines:
-        return {"framework": framework, "threads": threads, "results": {},
+        return {"threads": threads, "results": {},
                 "error": f"worker exited {proc.returncode}: {proc.stderr[-500:]}"}
     return json.loads(lines[-1])
 
 
 def table(runs: list[dict[str, Any]], models: list[str], threads: list[int]) -> str:
-    by = {(r["framework"], r["threads"]): r["results"] for r in runs}
+    by = {r["threads"]: r["results"] for r in runs}
     lines = [f"{'model':6} {'thr':>3} | " + " | ".join(
         f"{fw + ' ms':>12} {'compile s':>9} {'peak MiB':>8}" for fw in FRAMEWORKS)
         + " | eager/accel inductor/accel"]
@@ -230,7 +260,7 @@ def table(runs: list[dict[str, Any]], models: list[str], threads: list[int]) -> 
         for t in threads:
             cells, steps = [], {}
             for fw in FRAMEWORKS:
-                row = by.get((fw, t), {}).get(name, {})
+                row = by.get(t, {}).get(name, {}).get(fw, {})
                 if "step_ms" not in row:
                     cells.append(f"{'error' if row else 'n/a':>12} {'':>9} {'':>8}")
                     continue
@@ -252,22 +282,24 @@ def main() -> None:
     p.add_argument("--threads", type=int, nargs="+", default=None)
     p.add_argument("--seconds", type=float, default=3.0, help="timing per workload")
     p.add_argument("--json", default=RESULTS)
-    p.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
-        print(json.dumps(worker(a.worker, a.threads[0], a.models, a.seconds)))
+        print(json.dumps(worker(a.frameworks, a.threads[0], a.models, a.seconds)))
         return
     threads = a.threads or sorted({1, all_threads()})
     record = {"machine": machine(), "goal": f"accel step <= {GOAL}x eager on gpt2", "runs": []}
     for t in threads:
-        for fw in a.frameworks:
-            record["runs"].append(spawn(fw, t, a.models, a.seconds))
+        record["runs"].append(spawn(a.frameworks, t, a.models, a.seconds))
     record["machine"]["loadavg_end"] = list(os.getloadavg())
     print(table(record["runs"], a.models, threads))
     for run in record["runs"]:
-        for name, row in run["results"].items():
-            if "error" in row:
-                print(f"error: {run['framework']} x{run['threads']} {name}: {row['error']}")
+        if "error" in run:
+            print(f"error: x{run['threads']}: {run['error']}")
+        for name, rows in run["results"].items():
+            for fw, row in rows.items():
+                if "error" in row:
+                    print(f"error: {fw} x{run['threads']} {name}: {row['error']}")
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as f:
         json.dump(record, f, indent=2)

@@ -403,6 +403,8 @@ def test_help_and_version(tmp_path: Path) -> None:
     (("model.py", "--inference", "--output-folder", "x", "--grad-accumulation-steps", "2"),
      "option 'grad_accumulation_steps' applies to compiled training"),
     (("train.py", "--output-folder", "x", "--aot"), "--aot builds a C library of an inference"),
+    (("train.py", "--output-folder", "x", "--data-parallel", "-ws", "0"),
+     "option 'world_size' must be None or an int >= 1, got 0"),
     (("model.py", "--output-folder", "x", "--entry", "get_model"),
      "get_model() must return (model, loss_fn, optimizer, example_batch)"),
     (("batched.py", "--output-folder", "x", "-b", "0"), "--batch-size must be at least 1"),

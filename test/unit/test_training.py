@@ -263,6 +263,48 @@ def test_untrained_parameters() -> None:
                                     if eager_opt.state.get(p))
 
 
+# --- the backward decompositions (accel.frontend.decompositions) --------------------------
+
+
+@pytest.mark.parametrize("kernel", [1, 2, 3])
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("padding", [0, 1])
+def test_pooling_and_convolution_backward_decompositions(kernel: int, stride: int,
+                                                          padding: int) -> None:
+    """accel's decompositions of avg_pool2d_backward and convolution_backward (which the
+    compiled backward graphs use) against torch's autograd, in eager: every combination of
+    kernel, stride, padding, ceil_mode, count_include_pad and divisor_override."""
+    from accel.frontend.decompositions import _avg_pool2d_backward, _convolution_backward
+
+    if padding > kernel // 2:
+        return  # not a valid pooling
+    g = torch.Generator().manual_seed(kernel * 100 + stride * 10 + padding)
+    for ceil, include_pad, divisor in [(False, True, None), (True, False, None),
+                                       (True, True, 3)]:
+        x = torch.randn(2, 3, 7, 6, generator=g, requires_grad=True)
+        y = torch.nn.functional.avg_pool2d(x, kernel, stride, padding, ceil, include_pad,
+                                           divisor)
+        dy = torch.randn(y.shape, generator=g)
+        want, = torch.autograd.grad(y, x, dy)
+        got = _avg_pool2d_backward(dy, x.detach(), [kernel], [stride], [padding], ceil,
+                                   include_pad, divisor)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    x = torch.randn(2, 3, 9, 8, generator=g, requires_grad=True)
+    w = torch.randn(4, 3, kernel, kernel, generator=g, requires_grad=True)
+    b = torch.randn(4, generator=g, requires_grad=True)
+    y = torch.nn.functional.conv2d(x, w, b, stride, padding)
+    dy = torch.randn(y.shape, generator=g)
+    want = torch.autograd.grad(y, (x, w, b), dy)
+    got = _convolution_backward(dy, x.detach(), w.detach(), [4], [stride, stride],
+                                [padding, padding], [1, 1], False, [0, 0], 1,
+                                [True, True, True])
+    for a, e in zip(got, want, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    # Grouped, dilated, transposed: left to torch-mlir.
+    assert _convolution_backward(dy, x, w, [4], [1, 1], [0, 0], [2, 2], False, [0, 0], 1,
+                                 [True, True, True]) is NotImplemented
+
+
 # --- what the step exposes ---------------------------------------------------------------
 
 

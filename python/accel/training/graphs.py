@@ -163,13 +163,23 @@ def trace_joint(model: Any, loss_fn: Callable[..., Any], batch: Sequence[Any],
     if n_user != 1 or sig.parameters_to_mutate or sig.user_inputs_to_mutate:
         raise AccelError(f"train step of {name}: loss_fn must return one scalar loss and "
                          "must not change parameters or the batch in place")
+    # Gradients come in the order of the parameters that require one (by position: two
+    # parameters may share one gradient node, which a by-name map would merge).
+    needs = {n for n, p in module.named_parameters(remove_duplicate=False) if p.requires_grad}
+    grad_names = [p for p in sig.parameters if p in needs]
+    if len(grad_names) != len(values) - n_mut - n_user or any(
+            grads.get(v.name, p) != p for v, p in zip(values[n_mut + n_user:], grad_names,
+                                                        strict=False)
+            if sum(w is v for w in values) == 1):
+        raise AccelError(f"internal error: train step of {name}: the joint graph's gradients "
+                         "do not match its parameters")
     for i, value in enumerate(values):
         if i < n_mut:
             outputs.append(f"buffer:{mutated[value.name].removeprefix(prefix)}")
         elif i < n_mut + n_user:
             outputs.append("loss")
         else:
-            outputs.append(f"grad:{grads[value.name].removeprefix(prefix)}")
+            outputs.append(f"grad:{grad_names[i - n_mut - n_user].removeprefix(prefix)}")
     _check_random(gm, name)
     _drop_aliases(gm)
     trained = [o.split(":", 1)[1] for o in outputs if o.startswith("grad:")]
