@@ -198,23 +198,34 @@ def _scalar_dtype() -> Any:
     return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
 
 
-def state_tensors(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any],
-                  zeros: Sequence[Any]) -> list[Any]:
-    """The state tensors the graph reads, in `spec` order (`zeros[i]` where SGD has no
-    momentum buffer yet)."""
+def state_tensors(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> list[Any]:
+    """The state tensors the graph reads, in `spec` order (zeros where SGD has no momentum
+    buffer yet: its first step's hyper-parameters make the update ignore them)."""
+    import torch
+
     found = []
     for i, param in enumerate(params):
         state = optimizer.state[param]
         for key in spec.state_keys(i):
             value = state.get(key)
-            found.append(zeros[i] if value is None else value)
+            found.append(torch.zeros_like(param) if value is None else value)
     return found
+
+
+def advance_steps(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> None:
+    """Adam: count the update in each parameter's `state['step']`, as torch's step does
+    (after the compiled update succeeded: a failed call leaves the state as it was)."""
+    import torch
+
+    if spec.kind == "adam":
+        torch._foreach_add_([optimizer.state[p]["step"] for p in params], 1)
 
 
 def hyper_values(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> list[Any]:
     """One float32 vector per `spec.hyper_names()` entry, read from the optimizer now.
 
-    For Adam it advances each parameter's `state['step']` first, as torch's step does."""
+    For Adam the bias corrections use each parameter's `state['step']` + 1, the count
+    after this update (`advance_steps` then stores it)."""
     import torch
 
     groups = optimizer.param_groups
@@ -228,8 +239,8 @@ def hyper_values(optimizer: Any, spec: OptimizerSpec, params: Sequence[Any]) -> 
             rows.append([float(g["weight_decay"]), keep, add, momentum, -float(g["lr"])])
     else:
         steps = [optimizer.state[p]["step"] for p in params]
-        torch._foreach_add_(steps, 1)
-        counts = torch.stack(steps).tolist()  # exact: float32 counts up to 2**24
+        # exact: float32 counts up to 2**24
+        counts = [c + 1 for c in torch.stack(steps).tolist()]
         for rule, count in zip(spec.rules, counts, strict=True):
             g = groups[rule.group]
             lr, wd, eps = float(g["lr"]), float(g["weight_decay"]), float(g["eps"])

@@ -58,7 +58,6 @@ class TrainStep:
         self._training = getattr(model, "training", None)
         self._group_ids = self._groups_key()
         self._trained = [self._params[n] for n in spec.names]
-        self._zeros: list[Any] | None = None
         self._optimizer_graphs = {spec: (graphs["optimizer"], compiled["optimizer"])}
         self._plan()
         # Every call allocates the same large results again: reuse malloc's blocks rather
@@ -191,9 +190,7 @@ class TrainStep:
             self._use_spec(new_spec)
             spec = new_spec
         optimizers.init_state(opt, spec, params)
-        if self._zeros is None and spec.kind == "sgd":
-            self._zeros = [torch.zeros_like(p) for p in params]
-        states = optimizers.state_tensors(opt, spec, params, self._zeros or [])
+        states = optimizers.state_tensors(opt, spec, params)
         hypers = optimizers.hyper_values(opt, spec, params)
         extra = []
         scale = self._grad_scale()
@@ -211,6 +208,7 @@ class TrainStep:
         with torch.no_grad():
             torch._foreach_copy_(data, out[:n])
             self._write_state(out[n:])
+        optimizers.advance_steps(opt, spec, params)
         # What optimizer.step() would mark: LR schedulers check it to warn about order.
         opt._opt_called = True
 
