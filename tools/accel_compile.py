@@ -1,6 +1,7 @@
 """`accel-compile`: compile a model ahead of time into an artifact folder, SambaFlow style.
 
     accel-compile model.py --pef-name mlp --inference -b 8 -o3      # -> out/mlp/
+    accel-compile model.py --pef-name mlp-train -b 8                # a train step
     accel-compile model.py --option-json out/mlp/option.json        # the same build again
     accel-compile add.mlir --output-folder out/add --entry add -o0
 
@@ -42,11 +43,14 @@ phase), <pef-name>.o (the host object), option.json (every setting used: pass it
 --option-json to reproduce the build) and compile.log (per-phase timings, versions).
 
 MODEL is either
-  a .py file      defining get_model() (or --entry NAME) that returns
-                  (torch.nn.Module, example_inputs tuple); with -b N it is called as
-                  get_model(batch_size=N). It is compiled with accel.compile at those
-                  inputs' shapes and dtypes. accel compiles inference only: --inference
-                  puts the model in eval mode and compiles under torch.no_grad().
+  a .py file      for training (the default, as in SambaFlow): defining get_training()
+                  (or --entry NAME) that returns (model, loss_fn, optimizer,
+                  example_batch); the folder holds the compiled train step (forward,
+                  backward and optimizer graphs) and the state it starts from, and
+                  accel.load(FOLDER) returns a step callable (docs/training.md).
+                  With --inference: defining get_model() that returns (torch.nn.Module,
+                  example_inputs tuple), compiled with accel.compile in eval mode under
+                  torch.no_grad(). With -b N the factory is called with batch_size=N.
                   accel-compile runs the file's Python code: only compile files you trust.
   an .mlir file   (any level from linalg on tensors down to the LLVM dialect; the artifact
                   calls --entry, by default the only or first callable public function).
@@ -84,7 +88,7 @@ def epilog() -> str:
             lines.append(f"    {spell}: {o.doc} (default {options._show(o.default)}; "
                          f"{o.allowed()})")
     unflagged = [o for o in options.OPTIONS.values()
-                 if not o.flag and o.scope in ("common", "call", "aot")]
+                 if not o.flag and o.scope in ("common", "call", "aot", "train")]
     lines.append("options without a flag of their own (--option NAME=VALUE):")
     lines += [f"  {o.name}: {o.doc} (default {options._show(o.default)}; {o.allowed()})"
               for o in unflagged]
@@ -112,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="artifact folder to write, created if missing (default: "
                         "./out/<pef-name>)")
     p.add_argument("--inference", action=argparse.BooleanOptionalAction, default=None,
-                   help="compile for inference: model.eval() and torch.no_grad() (.py models)")
+                   help="compile get_model() for inference: model.eval() and torch.no_grad() "
+                        "(.py models; without it a .py model file compiles get_training())")
     p.add_argument("-b", "--batch-size", type=int, metavar="N",
                    help="pass batch_size=N to the model factory (.py models)")
     levels = p.add_mutually_exclusive_group()
@@ -127,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=names(),
                    help="target to compile for (default cpu; listed below)")
     p.add_argument("--entry", metavar="NAME",
-                   help="model factory (.py, default get_model) or function to call (.mlir)")
+                   help="model factory (.py: default get_training, with --inference "
+                        "get_model) or function to call (.mlir)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an accel.compile option; repeatable")
     p.add_argument("--option-json", metavar="FILE",
@@ -162,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Extra spellings of table flags (SambaFlow's short forms).
+FLAG_ALIASES = {"world_size": ("-ws",)}
+
+
 def add_table_flags(p: argparse.ArgumentParser) -> None:
     """A flag for every option of the table that has a spelling and no hand-made flag
     above, grouped by scope; values are parsed and validated by `accel.options`."""
@@ -172,16 +182,18 @@ def add_table_flags(p: argparse.ArgumentParser) -> None:
     for o in OPTIONS.values():
         if not o.flag or o.flag in taken:
             continue
-        scope = o.scope if o.scope in ("common", "call", "aot") else f"target {o.scope}"
+        scope = o.scope if o.scope in ("common", "call", "aot", "train") \
+            else f"target {o.scope}"
         group = groups.get(scope) or groups.setdefault(
             scope, p.add_argument_group(f"options ({scope})"))
         dest = f"opt_{o.name}"
         help_text = f"{o.doc} (default {o.default!r}; {o.allowed()})".replace("%", "%%")
+        spellings = (o.flag, *FLAG_ALIASES.get(o.name, ()))
         if o.types == (bool,):
-            group.add_argument(o.flag, dest=dest, action=argparse.BooleanOptionalAction,
+            group.add_argument(*spellings, dest=dest, action=argparse.BooleanOptionalAction,
                                default=None, help=help_text)
         else:
-            group.add_argument(o.flag, dest=dest, metavar=o.name.upper(), default=None,
+            group.add_argument(*spellings, dest=dest, metavar=o.name.upper(), default=None,
                                help=help_text)
 
 
@@ -214,9 +226,15 @@ def planned_phases(s: Any, path: Path) -> list[str]:
     """The phases this compile will run, for the progress line's step count."""
     from accel import targets
 
-    front = ["get_model()", "export", "torch-backend", "linalg"] if path.suffix == ".py" \
-        else []
-    return front + targets.get(s.options["target"]).phases(s.options)
+    back = targets.get(s.options["target"]).phases(s.options)
+    if path.suffix != ".py":
+        return back
+    front = ["export", "torch-backend", "linalg"]
+    if s.inference:
+        return [f"{s.entry or 'get_model'}()", *front, *back]
+    return [f"{s.entry or 'get_training'}()", "trace",
+            *(f"{graph}-{p}" for graph in ("forward", "backward", "optimizer")
+              for p in (*front, *back))]
 
 
 def main(argv: list[str]) -> int:
@@ -228,6 +246,9 @@ def main(argv: list[str]) -> int:
         raise AccelError(f"MODEL must be a .py or .mlir file, got '{path}'")
     _read(path)
     s = resolve_settings(a, path, path.suffix == ".mlir", table_flag_values(a))
+    if path.suffix == ".py" and not s.inference and s.aot is not None:
+        raise AccelError("--aot builds a C library of an inference function: add --inference "
+                         "(a train step is not a C library yet)")
     out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
     problem = folder_problem(str(out))
     if problem:  # before compiling, not after
@@ -241,7 +262,7 @@ def main(argv: list[str]) -> int:
                 progress.say(f"compiling {path} -> {out} (" + " ".join(
                     f"{k}={json.dumps(v)}" for k, v in s.options.items()) + ")")
             if path.suffix == ".py":
-                build = compile_py(path, s, progress, found)
+                build = compile_py(path, s, progress)
             else:
                 build = compile_mlir_file(path, s, progress)
     finally:

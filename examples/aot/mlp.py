@@ -1,4 +1,4 @@
-"""The model of the AOT example: `accel-compile mlp.py --aot --aot-name mlp`."""
+"""The model of the AOT example: `accel-compile mlp.py --inference --aot --aot-name mlp`."""
 
 import torch
 

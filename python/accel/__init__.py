@@ -5,6 +5,8 @@ Public API (lazy, so `import accel` stays cheap for the CLIs):
   (`accel.api`; returns a `CompiledModule`, callable with tensors or numpy arrays).
 - `accel.load(folder)`: reload a folder written by `CompiledModule.save` (no recompiling).
 - `accel.import_torch(model, example_inputs)`: PyTorch -> linalg-on-tensors MLIR module.
+- `accel.compile_train_step(model, loss_fn, optimizer, example_batch, options=None)`: a
+  compiled training step (forward, backward, optimizer update; docs/training.md).
 - `accel.compile_mlir(source, options=None)`: JIT-compile MLIR for the host CPU.
 - `accel.set_num_threads(n)` / `accel.get_num_threads()`: threads of compiled parallel loops
   (default: $ACCEL_NUM_THREADS, else all cores available).
@@ -27,6 +29,8 @@ _PROVIDERS = {
     "accel.jit_function": ("jit",),
     "accel.runtime.symbols": ("DivisionByZeroError", "RuntimeAssertionError"),
     "accel.targets.cpu.parallel": ("set_num_threads",),
+    "accel.training.compile": ("compile_train_step",),
+    "accel.training.step": ("TrainStep",),
 }
 #: Public name -> (module, attribute).
 _LAZY = {name: (module, name) for module, names in _PROVIDERS.items() for name in names}

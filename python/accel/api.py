@@ -58,6 +58,7 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
         raise TypeError(f"dynamic_shapes must be None, a dict or a tuple (torch.export's), "
                         f"got {type(dynamic_shapes).__name__}")
     opts = resolve_options(options)
+    _refuse_train_options(opts)
     try:
         return _compile(model, tuple(example_inputs), opts, dynamic_shapes)
     except RecursionError:  # hashing, importing or lowering a deeply nested model
@@ -116,9 +117,25 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
     return result
 
 
-def load(folder: Any) -> CompiledModule:
-    """Reload an artifact folder (`CompiledModule.save`, accel-compile) without compiling."""
+def _refuse_train_options(opts: dict[str, Any]) -> None:
+    """`accel.compile` compiles inference: a training option set there is a mistake."""
+    from accel.options import OptionError
+
+    for name, option in OPTIONS.items():
+        if option.scope == "train" and opts.get(name, option.default) != option.default:
+            raise OptionError(f"option '{name}' applies to compiled training "
+                              "(accel.compile_train_step), not to accel.compile")
+
+
+def load(folder: Any) -> Any:
+    """Reload an artifact folder (`CompiledModule.save`, accel-compile) without compiling:
+    a `CompiledModule`, or for a training build of accel-compile a `TrainStep`
+    (`accel.training.artifact`)."""
     from accel.artifact import load as load_folder
+    from accel.training.artifact import is_train_folder, load_step
+
+    if is_train_folder(folder):
+        return load_step(folder)
 
     found = load_folder(folder)
     module = CompiledModule(None, found.executable, None, found.entry, found.options)

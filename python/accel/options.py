@@ -8,7 +8,8 @@ key), its command-line spelling, and its allowed values or range.
 
 Scopes: `common` (every target), `call` (how a compiled model is called), `aot` (C
 libraries), `torch_compile` (only `torch.compile(backend="accel", options=...)`: which of
-dynamo's graphs accel compiles; `split_torch_compile` takes them out before `resolve`), or a
+dynamo's graphs accel compiles; `split_torch_compile` takes them out before `resolve`),
+`train` (compiled training, `accel.compile_train_step`; an error with `accel.compile`), or a
 target's name (`cpu`, `nvgpu`, `rdu`, `mncore`): such an option is an error with any other
 target. Presets (`-o0`/`-o1`/`-o3`, `O0`..`O4`, ...) are named sets of option
 values that each target keeps as data in its folder (`accel.targets`); `preset` picks one.
@@ -31,7 +32,7 @@ from accel.diagnostics import AccelError, NotSupportedYet
 VERIFY_RTOL = 1e-4
 VERIFY_ATOL = 1e-5
 
-SCOPES = ("common", "call", "aot", "torch_compile", "cpu", "nvgpu", "rdu", "mncore")
+SCOPES = ("common", "call", "aot", "torch_compile", "train", "cpu", "nvgpu", "rdu", "mncore")
 #: Sentinel for `Option.choices`: the allowed values come from the chosen target.
 FROM_TARGET = "from-target"
 
@@ -223,6 +224,22 @@ _TABLE: tuple[Option, ...] = (
     Option("user_memory", (bool,), False, "AOT: the C function takes a scratch pool "
            "(pointer, size) and makes no heap allocation.", scope="aot",
            flag="--user-memory"),
+    # -- train --------------------------------------------------------------------------------
+    Option("grad_accumulation_steps", (int,), 1, "Training: split each batch along dim 0 "
+           "into this many micro-batches, run forward and backward on each and update once "
+           "with the mean gradient (docs/training.md).", scope="train",
+           flag="--grad-accumulation-steps", minimum=1),
+    Option("clip_grad_norm", (float, _NONE), None, "Training: clip the gradients' total "
+           "2-norm to this value before the update, as torch.nn.utils.clip_grad_norm_ "
+           "(None: no clipping).", scope="train", flag="--clip-grad-norm",
+           check=lambda v: "must be > 0" if v <= 0 else None),
+    Option("data_parallel", (bool,), False, "Training: average the gradients across the "
+           "processes of the initialised torch.distributed group before each update "
+           "(SambaFlow --data-parallel; docs/training.md).", scope="train",
+           flag="--data-parallel"),
+    Option("world_size", (int, _NONE), None, "Training with data_parallel: the number of "
+           "processes expected (checked against the group; SambaFlow -ws).", scope="train",
+           flag="--world-size", minimum=1),
     # -- cpu ----------------------------------------------------------------------------------
     Option("disable_affine_fusion", (bool,), False, "Do not fuse loop nests "
            "(accel-affine-fusion; docs/fusion.md).", scope="cpu", affects_code=True),
@@ -330,7 +347,7 @@ def defaults() -> dict[str, Any]:
 
 def for_target(target: str) -> list[Option]:
     """The options that apply to `target`: common, call, aot and its own."""
-    return [o for o in _TABLE if o.scope in ("common", "call", "aot", target)]
+    return [o for o in _TABLE if o.scope in ("common", "call", "aot", "train", target)]
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:

@@ -47,6 +47,8 @@ class Recorder:
     #: The host object file (ELF) of the compiled code, when `want_object` was set.
     object_code: bytes | None = None
     cache_hit: bool = False
+    #: Prepended to every phase name (`prefixed`).
+    prefix: str = ""
 
     def _find(self, name: str) -> Phase | None:
         return next((p for p in reversed(self.phases) if p.name == name), None)
@@ -79,6 +81,7 @@ def phase(name: str) -> Iterator[None]:
     if rec is None:
         yield
         return
+    name = rec.prefix + name
     if rec.on_phase_start is not None:
         rec.on_phase_start(name)
     start = time.perf_counter()
@@ -96,6 +99,7 @@ def snapshot(name: str, ir: Callable[[], str] | Any, suffix: str = ".mlir") -> N
     rec = _CURRENT.get()
     if rec is None or not rec.keep_ir:
         return
+    name = rec.prefix + name
     target = rec._find(name)
     if target is None:
         target = Phase(name, 0.0)
@@ -106,3 +110,21 @@ def snapshot(name: str, ir: Callable[[], str] | Any, suffix: str = ".mlir") -> N
         ir = ir.operation.get_asm(large_resource_limit=64, large_elements_limit=64)
     target.ir = ir
     target.ir_suffix = suffix
+
+
+
+@contextlib.contextmanager
+def prefixed(prefix: str) -> Iterator[None]:
+    """Name the phases recorded inside the block `<prefix>-<name>`: a train step compiles
+    its forward, backward and optimizer graphs through the same phases, and compile.log, the
+    progress line and the IR dumps keep them apart (`forward-export`, `backward-linalg`)."""
+    rec = _CURRENT.get()
+    if rec is None:
+        yield
+        return
+    outer = rec.prefix
+    rec.prefix = f"{outer}{prefix}-"
+    try:
+        yield
+    finally:
+        rec.prefix = outer

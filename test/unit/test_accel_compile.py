@@ -51,6 +51,36 @@ def get_model(batch_size=2):
     return model, (torch.randn(batch_size, 6),)
 """
 
+#: A model whose factory warns (what --log-dir collects).
+WARNS_PY = """\
+import warnings
+
+import torch
+
+
+def get_model():
+    warnings.warn("this layer is deprecated", UserWarning)
+    return torch.nn.Linear(3, 2), (torch.randn(1, 3),)
+"""
+
+#: A training model file: get_training() for accel-compile's default (training) mode.
+TRAIN_PY = """\
+import torch
+
+
+def loss_fn(model, x, y):
+    return torch.nn.functional.mse_loss(model(x), y)
+
+
+def get_training(batch_size=4):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(1)
+    return model, loss_fn, optimizer, (torch.randn(batch_size, 6, generator=g),
+                                       torch.randn(batch_size, 2, generator=g))
+"""
+
 PHASES = ("export", "torch-backend", "linalg", "fuse", "bufferize", "llvm-dialect", "llvm-ir")
 
 
@@ -72,6 +102,8 @@ def run_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     (tmp_path / "add.txt").write_text(ADD)
     (tmp_path / "model.py").write_text(MODEL_PY)
     (tmp_path / "batched.py").write_text(BATCHED_PY)
+    (tmp_path / "warns.py").write_text(WARNS_PY)
+    (tmp_path / "train.py").write_text(TRAIN_PY)
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(sys, "argv", ["accel-compile"])
     monkeypatch.chdir(tmp_path)
@@ -140,7 +172,7 @@ def test_model_py(tmp_path: Path) -> None:
     import accel
 
     (tmp_path / "model.py").write_text(MODEL_PY)
-    r = accel_compile(tmp_path, "model.py", "--pef-name", "mlp", cwd=tmp_path)
+    r = accel_compile(tmp_path, "model.py", "--inference", "--pef-name", "mlp", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stderr == "accel-compile: wrote out/mlp (entry @main)\n"
     out = tmp_path / "out" / "mlp"
@@ -157,7 +189,7 @@ def test_model_py(tmp_path: Path) -> None:
     assert "define " in (out / "ir" / "07-llvm-ir.ll").read_text()
     settings = option_json(out)
     assert settings["pef_name"] == "mlp" and settings["entry"] == "get_model"
-    assert settings["batch_size"] is None and settings["inference"] is False
+    assert settings["batch_size"] is None and settings["inference"] is True
     from accel.options import for_target
     # Every option of the target, defaults included (other targets' options do not apply).
     assert set(settings["options"]) == {o.name for o in for_target("cpu")}
@@ -172,6 +204,54 @@ def test_model_py(tmp_path: Path) -> None:
     with torch.no_grad():
         want = module(x)
     torch.testing.assert_close(accel.load(out)(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_training_build(tmp_path: Path, run_tool) -> None:
+    """Without --inference a .py model file compiles its get_training() train step: the
+    folder holds forward, backward and optimizer as named phases (IR, objects, compile.log),
+    and accel.load returns a step that trains the saved state exactly as eager would."""
+    torch = pytest.importorskip("torch")
+    import accel
+
+    rc, err = run_tool("train.py", "-b", "4", "-o1", "--clip-grad-norm", "10",
+                       "--output-folder", "t", "--num-iters", "1")
+    assert rc == 0, err
+    out = tmp_path / "t"
+    for name in ("train.json", "state.pt", "forward/manifest.json", "backward/manifest.json",
+                 "optimizer/manifest.json", "train-forward.o", "train-backward.o",
+                 "train-optimizer.o", "option.json", "compile.log", "input.mlir"):
+        assert (out / name).is_file(), name
+    ir = sorted(p.name for p in (out / "ir").iterdir())
+    for graph in ("forward", "backward", "optimizer"):
+        for phase in ("export", "linalg", "llvm-dialect"):
+            assert any(n.endswith(f"-{graph}-{phase}.mlir") for n in ir), (graph, phase, ir)
+    log = (out / "compile.log").read_text()
+    for graph in ("forward", "backward", "optimizer"):
+        assert f"\nphase {graph}-codegen " in log, log
+    assert "phase get_training() " in log and "train step: forward (" in log
+    assert "ran the train step 1 time: mean " in log
+    settings = option_json(out)
+    assert settings["inference"] is False and settings["entry"] == "get_training"
+    assert settings["options"]["clip_grad_norm"] == 10.0
+
+    step = accel.load(out)
+    namespace: dict = {}
+    exec(compile(TRAIN_PY, "train.py", "exec"), namespace)  # noqa: S102
+    model, loss_fn, opt, _ = namespace["get_training"](batch_size=4)
+    for _ in range(3):
+        x, y = torch.randn(4, 6), torch.randn(4, 2)
+        got = step(x, y)
+        opt.zero_grad()
+        want = loss_fn(model, x, y)
+        want.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        opt.step()
+        torch.testing.assert_close(got, want.detach(), rtol=1e-4, atol=1e-6)
+    trained = step.state_dict()
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(trained["model"][name], value, rtol=1e-4, atol=1e-6)
+    assert trained["optimizer"]["state"][0]["step"] == 3
+    assert set(trained["model"]) == set(model.state_dict())
 
 
 def test_option_json_reproduces(tmp_path: Path, run_tool) -> None:
@@ -218,20 +298,22 @@ def _batched_model(tmp_path: Path, batch_size: int):
     return namespace["get_model"](batch_size=batch_size)
 
 
-def test_training_mode_warning_and_log_dir(tmp_path: Path, run_tool) -> None:
-    """Without --inference a training-mode model compiles with a warning, which also goes
-    to compile.log and, with --log-dir, to DIR/<pef-name>.warnings.log."""
-    rc, err = run_tool("batched.py", "--log-dir", "logs", "--no-inference")
+def test_warnings_and_log_dir(tmp_path: Path, run_tool) -> None:
+    """Warnings of a compile go to stderr, compile.log and, with --log-dir, to
+    DIR/<pef-name>.warnings.log, which is written (empty) even when the compile fails."""
+    rc, err = run_tool("warns.py", "--log-dir", "logs", "--inference")
     assert rc == 0, err
-    assert "accel-compile: warning: the model is in training mode" in err
-    assert "--inference" in err
-    log = (tmp_path / "logs" / "batched.warnings.log").read_text()
-    assert log.startswith("warning: the model is in training mode")
-    assert "warning: the model is in training mode" in \
-        (tmp_path / "out" / "batched" / "compile.log").read_text()
+    assert "accel-compile: warning: UserWarning: this layer is deprecated" in err
+    log = (tmp_path / "logs" / "warns.warnings.log").read_text()
+    assert log.startswith("warning: UserWarning: this layer is deprecated")
+    assert "warning: UserWarning: this layer is deprecated" in \
+        (tmp_path / "out" / "warns" / "compile.log").read_text()
     rc, err = run_tool("add.mlir", "--log-dir", "logs")
     assert rc == 0, err
     assert (tmp_path / "logs" / "add.warnings.log").read_text() == ""  # no warnings
+    rc, err = run_tool("batched.py", "--log-dir", "logs")  # no get_training(): fails
+    assert rc == 1 and "has no get_training()" in err
+    assert (tmp_path / "logs" / "batched.warnings.log").read_text() == ""
 
 
 def test_verbose(run_tool) -> None:
@@ -314,8 +396,17 @@ def test_help_and_version(tmp_path: Path) -> None:
     (("model.py", "--output-folder", "x", "--target", "mncore", "--option",
       "scheduler=fastest"), "option 'scheduler' must be one of always_from_dram"),
     (("model.py", "--output-folder", "x", "--target", "gpu"), "argument --target: invalid choice"),
-    (("model.py", "--output-folder", "x", "-b", "4"),
+    (("model.py", "--inference", "--output-folder", "x", "-b", "4"),
      "-b/--batch-size needs get_model() to take a batch_size keyword argument"),
+    (("model.py", "--output-folder", "x"),
+     "model.py has no get_training(); pass --inference to compile inference"),
+    (("model.py", "--inference", "--output-folder", "x", "--grad-accumulation-steps", "2"),
+     "option 'grad_accumulation_steps' applies to compiled training"),
+    (("train.py", "--output-folder", "x", "--aot"), "--aot builds a C library of an inference"),
+    (("train.py", "--output-folder", "x", "--data-parallel", "-ws", "0"),
+     "option 'world_size' must be None or an int >= 1, got 0"),
+    (("model.py", "--output-folder", "x", "--entry", "get_model"),
+     "get_model() must return (model, loss_fn, optimizer, example_batch)"),
     (("batched.py", "--output-folder", "x", "-b", "0"), "--batch-size must be at least 1"),
     (("model.py", "--output-folder", "x", "--pef-name", "a/b"),
      "--pef-name must be a plain file name"),

@@ -288,7 +288,8 @@ def test_accel_compile_target_mncore(tmp_path, monkeypatch, capsys) -> None:
 
     (tmp_path / "model.py").write_text(MODEL_PY)
     monkeypatch.chdir(tmp_path)
-    status = run_main(main, ["model.py", "--target", "mncore", "--output-folder", "out",
+    status = run_main(main, ["model.py", "--inference", "--target", "mncore", "--output-folder",
+                             "out",
                              "--option", "float_dtype=mixed", "--option",
                              "scheduler=spill_opt", "--option", "codegen_dir=cg"])
     assert status == 0, capsys.readouterr().err

@@ -285,7 +285,7 @@ def test_accel_compile_writes_pef_sections_and_summary(tmp_path: Path) -> None:
         " torch.nn.Linear(16, 4))\n"
         "    return m.eval(), (torch.randn(batch_size, 8),)\n")
     out = tmp_path / "out"
-    assert main([str(model_py), "--target", "rdu", "-o0", "--pef-name", "mlp",
+    assert main([str(model_py), "--inference", "--target", "rdu", "-o0", "--pef-name", "mlp",
                  "--output-folder", str(out), "--option", "opt_level=0"]) == 0
     assert (out / "mlp.pef").is_file() and (out / "sections.json").is_file()
     log = (out / "compile.log").read_text()

@@ -12,13 +12,17 @@ import re
 import shlex
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accel.build import PROG
-from accel.build.model_file import load_model_file
+from accel.build.model_file import (
+    INFERENCE_FACTORY,
+    TRAINING_FACTORY,
+    load_model_file,
+    load_training_file,
+)
 from accel.build.settings import OPTION_JSON, Settings, _read
 from accel.diagnostics import AccelError
 from accel.progress import Progress
@@ -43,31 +47,29 @@ class Build:
     warnings: list[str] = field(default_factory=list)
     #: Example inputs (numpy) for --num-iters; None: zeros of the signature's shapes.
     inputs: tuple[Any, ...] | None = None
+    #: A training build: the `TrainStep` (its phases' executables, the state to save).
+    train_step: Any = None
 
 
-def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> Build:
+def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
+    """A .py model: inference with --inference (get_model), else training (get_training)."""
+    if not s.inference:
+        return compile_training(path, s, progress)
     import accel
     from accel import phases
 
     start = time.perf_counter()
-    factory = s.entry or "get_model"
+    factory = s.entry or INFERENCE_FACTORY
     progress.phase_start(f"{factory}()")
     model, inputs = load_model_file(path, factory, s.batch_size)
     model_seconds = time.perf_counter() - start
     if progress.verbose:
         progress.say(f"{factory}() {model_seconds:.3f}s")
-    grad: Any = nullcontext()
-    if s.inference:
-        import torch
+    import torch
 
-        if callable(getattr(model, "eval", None)):
-            model.eval()
-        grad = torch.no_grad()
-    elif getattr(model, "training", False):
-        message = ("the model is in training mode: accel compiles the forward pass for "
-                   "inference only (no backward pass, no optimizer), with dropout and batch "
-                   "norm as in training; pass --inference to compile it in eval mode")
-        sink.append(message)
+    if callable(getattr(model, "eval", None)):
+        model.eval()
+    grad = torch.no_grad()
     with phases.recording(keep_ir=True, want_object=True,
                           on_phase_start=progress.phase_start) as rec:
         progress.rec = rec
@@ -82,6 +84,34 @@ def compile_py(path: Path, s: Settings, progress: Progress, sink: list[str]) -> 
                  None if compiled.module is None else str(compiled.module), rec,
                  time.perf_counter() - start, model_seconds,
                  inputs=tuple(_to_numpy(x) for x in inputs))
+
+
+def compile_training(path: Path, s: Settings, progress: Progress) -> Build:
+    """A training build: `get_training()`'s model, loss, optimizer and batch compiled with
+    `accel.compile_train_step` (phases forward-*, backward-*, optimizer-*)."""
+    import accel
+    from accel import phases
+
+    start = time.perf_counter()
+    factory = s.entry or TRAINING_FACTORY
+    progress.phase_start(f"{factory}()")
+    model, loss_fn, optimizer, batch = load_training_file(path, factory, s.batch_size)
+    model_seconds = time.perf_counter() - start
+    if progress.verbose:
+        progress.say(f"{factory}() {model_seconds:.3f}s")
+    with phases.recording(keep_ir=True, want_object=True,
+                          on_phase_start=progress.phase_start) as rec:
+        progress.rec = rec
+        try:
+            step = accel.compile_train_step(model, loss_fn, optimizer, batch,
+                                            options=s.options)
+        except (ValueError, NotImplementedError, TypeError) as err:
+            raise AccelError(str(err)) from None
+    s.entry = factory
+    first = next((p.ir for p in rec.phases if p.ir is not None), None)
+    return Build(step.compiled["forward"].compiled, "train_step", first, None, rec,
+                 time.perf_counter() - start, model_seconds,
+                 inputs=tuple(batch), train_step=step)
 
 
 def _to_numpy(value: Any) -> Any:
@@ -122,9 +152,18 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
     from accel.artifact import save_executable
     from accel.cache import atomic_write
 
-    if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
-        b.compiled.artifact_name = s.pef_name
-    save_executable(out, b.compiled, entry=b.entry, options=s.options, model_mlir=b.model_mlir)
+    if b.train_step is not None:
+        from accel.training.artifact import save_step
+
+        for name, module in b.train_step.compiled.items():
+            if hasattr(module.compiled, "artifact_name"):
+                module.compiled.artifact_name = f"{s.pef_name}-{name}"
+        save_step(b.train_step, out)
+    else:
+        if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
+            b.compiled.artifact_name = s.pef_name
+        save_executable(out, b.compiled, entry=b.entry, options=s.options,
+                        model_mlir=b.model_mlir)
     ir_dir = out / IR_FOLDER
     written: list[tuple[Any, str | None]] = []
     try:
@@ -140,19 +179,31 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
                 name = f"{IR_FOLDER}/{index:02d}-{p.name}{p.ir_suffix}"
                 atomic_write(out / name, p.ir.encode())
             written.append((p, name))
-        obj = b.rec.object_code or getattr(b.compiled, "object_code", None) or None
-        if obj:
-            atomic_write(out / f"{s.pef_name}.o", bytes(obj))
+        objects = _objects(s, b)
+        for name, obj in objects.items():
+            atomic_write(out / name, obj)
         atomic_write(out / OPTION_JSON,
                      (json.dumps(s.to_json(), indent=2) + "\n").encode())
         atomic_write(out / COMPILE_LOG,
-                     compile_log(s, b, written, command, model, bool(obj)).encode())
+                     compile_log(s, b, written, command, model, list(objects)).encode())
     except OSError as err:
         raise AccelError(f"could not write artifact folder '{out}': {err}") from None
 
 
+def _objects(s: Settings, b: Build) -> dict[str, bytes]:
+    """The host object files: `<pef-name>.o`, or for training one per phase graph
+    (`<pef-name>-forward.o`, ...)."""
+    if b.train_step is not None:
+        found = {f"{s.pef_name}-{name}.o": getattr(m.compiled, "object_code", None)
+                 for name, m in b.train_step.compiled.items()}
+    else:
+        found = {f"{s.pef_name}.o": b.rec.object_code
+                 or getattr(b.compiled, "object_code", None)}
+    return {name: bytes(obj) for name, obj in found.items() if obj}
+
+
 def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
-                command: list[str], model: Path, has_object: bool) -> str:
+                command: list[str], model: Path, objects: list[str]) -> str:
     """compile.log: versions, the command, one line per phase, cache hit, total, warnings."""
     import platform
 
@@ -176,11 +227,20 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
     hit = bool(b.rec.cache_hit or getattr(b.compiled, "cache_hit", False))
     lines.append("cache hit: " + ("yes (the MLIR phases did not run: no IR for them)" if hit
                                   else "no"))
-    if has_object:
-        lines.append(f"object: {s.pef_name}.o")
+    if objects:
+        lines.append(f"object{'s' if len(objects) > 1 else ''}: {' '.join(objects)}")
+    if b.train_step is not None:
+        lines.append("train step: " + ", ".join(
+            f"{g.name} ({len(g.inputs)} inputs, {len(g.outputs)} outputs)"
+            for g in b.train_step.graphs.graphs))
     lines.append(f"total {b.seconds:.3f}s")
     lines += [f"warning: {w}" for w in b.warnings]
-    lines += _target_summary(s.options.get("target", "cpu"), b.compiled)
+    target = s.options.get("target", "cpu")
+    if b.train_step is None:
+        lines += _target_summary(target, b.compiled)
+    else:
+        for name, module in b.train_step.compiled.items():
+            lines += [f"{name}: {line}" for line in _target_summary(target, module.compiled)]
     return "\n".join(lines) + "\n"
 
 
@@ -223,6 +283,9 @@ def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
 
     if num_iters < 1:
         raise AccelError(f"--num-iters must be at least 1, got {num_iters}")
+    if b.train_step is not None:
+        _time_train_step(out, b, num_iters)
+        return
     sig = b.compiled.functions[b.entry]
     inputs = b.inputs
     if inputs is None:
@@ -250,6 +313,29 @@ def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
                          f"{err}") from None
     line = (f"ran @{b.entry} ({what}) {num_iters} time{'s' if num_iters > 1 else ''}: "
             f"mean {seconds * 1e3:.3f} ms")
+    try:
+        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+    except OSError:
+        pass
+    print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def _time_train_step(out: Path, b: Build, num_iters: int) -> None:
+    """--num-iters of a training build: that many steps on the example batch (after the
+    folder was written: the saved state is the untrained one)."""
+    assert b.inputs is not None
+    try:
+        b.train_step(*b.inputs)
+        start = time.perf_counter()
+        for _ in range(num_iters):
+            b.train_step(*b.inputs)
+        seconds = (time.perf_counter() - start) / num_iters
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise AccelError(f"--num-iters: the train step failed on the example batch: "
+                         f"{err}") from None
+    line = (f"ran the train step {num_iters} time{'s' if num_iters > 1 else ''}: mean "
+            f"{seconds * 1e3:.3f} ms")
     try:
         with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
             log.write(line + "\n")

@@ -1,6 +1,7 @@
-"""Model files for accel-compile: a `model.py` with `get_model()` (inference) returning
-(model, example_inputs), called with `batch_size=N` when asked. Running it runs its Python:
-a model file is as trusted as any program the user runs."""
+"""Model files for accel-compile: a `model.py` with `get_model()` (inference, returning
+(model, example_inputs)) and/or `get_training()` (training, returning (model, loss_fn,
+optimizer, example_batch)), called with `batch_size=N` when asked. Running it runs its
+Python: a model file is as trusted as any program the user runs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from typing import Any
 from accel.build.settings import _read
 from accel.diagnostics import AccelError, out_of_memory, too_deep
 
+#: The default factories: inference (--inference) and training.
+INFERENCE_FACTORY = "get_model"
+TRAINING_FACTORY = "get_training"
+
 
 def _takes_batch_size(fn: Any) -> bool:
     try:
@@ -24,9 +29,8 @@ def _takes_batch_size(fn: Any) -> bool:
         for p in params)
 
 
-def load_model_file(path: Path, factory: str,
-                    batch_size: int | None = None) -> tuple[Any, tuple[Any, ...]]:
-    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs)."""
+def _call_factory(path: Path, factory: str, batch_size: int | None, returns: str) -> Any:
+    """Import `path` and call its `factory()` (with `batch_size=`); what it returned."""
     _read(path)  # a clear error for a missing/unreadable file
     spec = importlib.util.spec_from_file_location(f"_accel_model_{path.stem}", path)
     if spec is None or spec.loader is None:
@@ -38,16 +42,20 @@ def load_model_file(path: Path, factory: str,
         spec.loader.exec_module(module)
         fn = getattr(module, factory, None)
         if not callable(fn):
-            raise AccelError(f"defines no function {factory}() returning "
-                             "(model, example_inputs)", file=str(path))
-        if batch_size is None:
-            result = fn()
-        elif _takes_batch_size(fn):
-            result = fn(batch_size=batch_size)
-        else:
-            raise AccelError(f"-b/--batch-size needs {factory}() to take a batch_size "
-                             f"keyword argument, e.g. def {factory}(batch_size=1)",
+            if factory == TRAINING_FACTORY:
+                raise AccelError(f"{path} has no {TRAINING_FACTORY}(); pass --inference to "
+                                 f"compile inference ({INFERENCE_FACTORY}()): without it "
+                                 f"accel-compile compiles training, from {TRAINING_FACTORY}"
+                                 f"(batch_size=N) returning {returns}")
+            raise AccelError(f"defines no function {factory}() returning {returns}",
                              file=str(path))
+        if batch_size is None:
+            return fn()
+        if _takes_batch_size(fn):
+            return fn(batch_size=batch_size)
+        raise AccelError(f"-b/--batch-size needs {factory}() to take a batch_size "
+                         f"keyword argument, e.g. def {factory}(batch_size=1)",
+                         file=str(path))
     except AccelError:
         raise
     except RecursionError:
@@ -62,6 +70,12 @@ def load_model_file(path: Path, factory: str,
                          file=str(path)) from None
     finally:
         sys.path.remove(folder)
+
+
+def load_model_file(path: Path, factory: str,
+                    batch_size: int | None = None) -> tuple[Any, tuple[Any, ...]]:
+    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs)."""
+    result = _call_factory(path, factory, batch_size, "(model, example_inputs)")
     if not (isinstance(result, tuple | list) and len(result) == 2
             and isinstance(result[1], tuple | list)):
         raise AccelError(f"{factory}() must return (model, example_inputs tuple), got "
@@ -69,3 +83,15 @@ def load_model_file(path: Path, factory: str,
     return result[0], tuple(result[1])
 
 
+def load_training_file(path: Path, factory: str, batch_size: int | None = None
+                       ) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """`factory()` of `path` for training: (model, loss_fn, optimizer, example_batch)."""
+    returns = "(model, loss_fn, optimizer, example_batch)"
+    result = _call_factory(path, factory, batch_size, returns)
+    if not (isinstance(result, tuple | list) and len(result) == 4
+            and isinstance(result[3], tuple | list)):
+        raise AccelError(f"{factory}() must return {returns} with example_batch a tuple, got "
+                         f"{type(result).__name__}"
+                         + (f" of {len(result)}" if isinstance(result, tuple | list) else ""),
+                         file=str(path))
+    return result[0], result[1], result[2], tuple(result[3])

@@ -25,12 +25,13 @@ OPTION_JSON = "option.json"
 SETTINGS = ("pef_name", "entry", "batch_size", "inference")
 #: accel options that apply to .mlir input (the rest belong to accel.compile).
 def mlir_options() -> tuple[str, ...]:
-    """accel options that apply to .mlir input: not the call/AOT/torch.compile ones, not
-    verify_numerics (there is no eager model)."""
+    """accel options that apply to .mlir input: not the call/AOT/torch.compile/training
+    ones, not verify_numerics (there is no eager model)."""
     from accel.options import OPTIONS
 
     return tuple(n for n, o in OPTIONS.items()
-                 if o.scope not in ("call", "aot", "torch_compile") and n != "verify_numerics")
+                 if o.scope not in ("call", "aot", "torch_compile", "train")
+                 and n != "verify_numerics")
 
 
 #: AOT library settings (the "aot" object of option.json, present only with --aot).

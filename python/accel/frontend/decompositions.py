@@ -1,9 +1,11 @@
 """accel's additions to torch-mlir's decomposition table, applied to every `torch.export`.
 
 Each entry fixes an op that torch-mlir lowers unlike eager PyTorch, or not at all, by
-rewriting it into ops it lowers correctly. A decomposition may return `NotImplemented` to
-leave a call as it is (e.g. for dtypes it does not concern). Every entry is tested against
-eager in test/unit/test_op_coverage.py or test/unit/test_dtypes.py.
+rewriting it into ops it lowers correctly (or, for the backward ops of training graphs, into
+ops it lowers to fast code). A decomposition may return `NotImplemented` to leave a call as
+it is (e.g. for dtypes it does not concern). Every entry is tested against eager in
+test/unit/test_op_coverage.py, test/unit/test_dtypes.py or (backward ops)
+test/unit/test_training.py.
 """
 
 from __future__ import annotations
@@ -411,6 +413,142 @@ def _complex_reduction(reduce: Any) -> Any:
     return decomposition
 
 
+def _pair(value: Any, default: Any = None) -> tuple[int, int]:
+    if value is None or (isinstance(value, list | tuple) and len(value) == 0):
+        value = default
+    if isinstance(value, int):
+        return value, value
+    return (int(value[0]), int(value[0])) if len(value) == 1 else (int(value[0]), int(value[1]))
+
+
+def _pool_divisors(size: int, out: int, k: int, s: int, p: int, include_pad: bool
+                   ) -> list[tuple[int, int]]:
+    """Per output index along one dimension: (the window length the divisor counts, the
+    window length within the padded input), exactly as torch's CPU avg_pool2d kernel."""
+    found = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, size + p)
+        padded = end - start
+        start, end = max(start, 0), min(end, size)
+        found.append((padded if include_pad else end - start, padded))
+    return found
+
+
+def _runs(values: list[tuple[int, int]], dtype: Any) -> Any:
+    """`values[i][0]` as a 1-D tensor, built from `full` runs (a tensor literal would be a
+    lifted constant, which a decomposition may not create)."""
+    import torch
+
+    parts: list[tuple[int, int]] = []
+    for v, _ in values:
+        if parts and parts[-1][0] == v:
+            parts[-1] = (v, parts[-1][1] + 1)
+        else:
+            parts.append((v, 1))
+    return torch.cat([torch.full((n,), float(v), dtype=dtype) for v, n in parts])
+
+
+def _interleave(x: Any, sh: int, sw: int) -> Any:
+    """(..., h, w) -> (..., h*sh, w*sw): x at multiples of the strides, zeros between."""
+    import torch
+
+    if sh == sw == 1:
+        return x
+    *lead, h, w = x.shape
+    x = torch.nn.functional.pad(x.unsqueeze(-1), (0, sw - 1)).reshape(*lead, h, w * sw)
+    return torch.nn.functional.pad(x.unsqueeze(-2), (0, 0, 0, sh - 1)).reshape(
+        *lead, h * sh, w * sw)
+
+
+def _avg_pool2d_backward(grad: Any, x: Any, kernel_size: Any, stride: Any, padding: Any,
+                         ceil_mode: bool, count_include_pad: bool,
+                         divisor_override: int | None) -> Any:
+    """`avg_pool2d`'s gradient without a pooling op (torch-mlir has no lowering for
+    `aten.avg_pool2d_backward`): each output gradient, divided by its window's divisor, is
+    spread over its window: for every kernel offset (di, dj), the gradient placed at rows
+    di + i*stride and columns dj + j*stride (zero-interleaved by padding), summed, then the
+    padding cropped off. Divisors are computed at trace time from the static shapes, as
+    torch's CPU kernel does (count_include_pad, ceil_mode, divisor_override)."""
+    import torch
+
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding, 0)
+    h, w = int(x.shape[-2]), int(x.shape[-1])
+    oh, ow = int(grad.shape[-2]), int(grad.shape[-1])
+    if divisor_override:
+        div = torch.full((oh, ow), float(divisor_override), dtype=grad.dtype)
+    else:
+        rows = _runs(_pool_divisors(h, oh, kh, sh, ph, count_include_pad), grad.dtype)
+        cols = _runs(_pool_divisors(w, ow, kw, sw, pw, count_include_pad), grad.dtype)
+        div = rows.unsqueeze(-1) * cols
+    g = grad / div
+    g = _interleave(g, sh, sw)  # (..., oh*sh, ow*sw), g at multiples of the stride
+    total = None
+    for di in range(kh):
+        for dj in range(kw):
+            shifted = torch.nn.functional.pad(g, (dj, kw - dj, di, kh - di))
+            total = shifted if total is None else total + shifted
+    assert total is not None
+    return total[..., ph:ph + h, pw:pw + w]
+
+
+def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, stride: Any,
+                          padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+                          groups: int, output_mask: Any) -> Any:
+    """A 2-D convolution's gradients as two matrix products (what accel's CPU codegen runs
+    as packed GEMM kernels; torch-mlir lowers `convolution_backward` to convolutions with
+    an output-sized kernel, ~30x slower than eager on a small CNN's layer):
+
+    - weight: im2col of the padded input (the kernel's kh*kw strided windows, stacked) times
+      the output gradient: (o, n*oh*ow) @ (n*oh*ow, kh*kw*i);
+    - input: the flipped problem, col2im: (kh*kw*i, o) @ (o, n*oh*ow), each kernel offset's
+      slice zero-interleaved by the stride, shifted into place (padding) and summed, then the
+      convolution's padding cropped off.
+
+    im2col materialises n*oh*ow*kh*kw*i values, as accel's own im2col convolutions do.
+    Other convolutions (transposed, grouped, dilated, not 2-D) are left to torch-mlir
+    (`NotImplemented`)."""
+    import torch
+
+    if transposed or groups != 1 or x.dim() != 4 or any(d != 1 for d in dilation):
+        return NotImplemented
+    pad = torch.nn.functional.pad
+    sh, sw = _pair(stride)
+    ph, pw = _pair(padding)
+    o, i, kh, kw = (int(d) for d in weight.shape)
+    n, h, w = int(x.shape[0]), int(x.shape[2]), int(x.shape[3])
+    oh, ow = int(grad.shape[2]), int(grad.shape[3])
+    rows = grad.permute(1, 0, 2, 3).reshape(o, n * oh * ow)  # (o, n*oh*ow)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[1]:
+        xp = pad(x, (pw, pw, ph, ph))
+        windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
+                   for di in range(kh) for dj in range(kw)]
+        cols = torch.stack(windows, -1).permute(0, 2, 3, 4, 1).reshape(n * oh * ow,
+                                                                        kh * kw * i)
+        grad_weight = (rows @ cols).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
+    if output_mask[0]:
+        parts = (weight.permute(2, 3, 1, 0).reshape(kh * kw * i, o) @ rows).reshape(
+            kh, kw, i, n, oh, ow).permute(0, 1, 3, 2, 4, 5)  # (kh, kw, n, i, oh, ow)
+        total = None
+        for di in range(kh):
+            for dj in range(kw):
+                part = _interleave(parts[di, dj], sh, sw)  # (n, i, oh*sh, ow*sw)
+                shifted = pad(part, (dj, kw - dj, di, kh - di))
+                total = shifted if total is None else total + shifted
+        assert total is not None
+        extra_h = max(0, ph + h - int(total.shape[2]))
+        extra_w = max(0, pw + w - int(total.shape[3]))
+        if extra_h or extra_w:
+            total = pad(total, (0, extra_w, 0, extra_h))
+        grad_input = total[:, :, ph:ph + h, pw:pw + w]
+    if output_mask[2]:
+        grad_bias = grad.sum([0, 2, 3])
+    return grad_input, grad_weight, grad_bias
+
+
 def decompositions() -> dict[Any, Any]:
     """torch-mlir's decomposition table plus accel's fixes for ops it lowers unlike eager."""
     import torch
@@ -421,6 +559,8 @@ def decompositions() -> dict[Any, Any]:
     table[aten.reciprocal.default] = _reciprocal
     table[aten.hypot.default] = _hypot
     table[aten.copysign.Tensor] = _copysign
+    table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
+    table[aten.convolution_backward.default] = _convolution_backward
     fixes: dict[Any, Any] = {}
     # int8/uint8 ops convert-torch-to-linalg crashes or fails on.
     fixes[aten.mul.Tensor] = _first(_in_int32(aten.mul.Tensor, scalar_other=True),

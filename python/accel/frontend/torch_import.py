@@ -160,6 +160,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             exported = torch.export.export(module, tuple(example_inputs),
                                            dynamic_shapes=dynamic_shapes, strict=False)
+            _stable_locations(exported)
             reused = reuse(module, exported) if reuse is not None else None
             if reused is None:
                 # Decomposing also functionalises: in-place updates become extra outputs.
@@ -210,6 +211,23 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     _check_mutated_buffers_shared(module, mutations, used, name)
     return ImportedProgram(imported, used, mutations,
                            weight_sources=_weight_sources(exported, used, literals))
+
+
+_GENERATED = re.compile(r"<eval_with_key>\.\d+")
+
+
+def _stable_locations(exported: Any) -> None:
+    """Drop the counter from the file name of generated code in source locations.
+
+    torch.fx names the code of every GraphModule it creates `<eval_with_key>.N`, N counting
+    up per process: the same graph compiled twice (train-step phase graphs, torch.compile's
+    graphs) would give different IR locations and so miss every compile-cache key."""
+    for gm in exported.graph_module.modules():
+        graph = getattr(gm, "graph", None)
+        for node in graph.nodes if graph is not None else ():
+            trace = node.meta.get("stack_trace")
+            if isinstance(trace, str) and "<eval_with_key>" in trace:
+                node.meta["stack_trace"] = _GENERATED.sub("<eval_with_key>", trace)
 
 
 def _tracking(hooks: Any, weights: dict[str, np.ndarray], literals: dict[str, Any]) -> Any:

@@ -1,0 +1,102 @@
+"""Models, losses and optimizers shared by the compiled-training tests (test_training.py,
+test_data_parallel.py) and benchmarks/training.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+class CNN(torch.nn.Module):
+    """Two conv -> BatchNorm -> ReLU -> pool stages and a linear head (8x8 inputs).
+
+    The convolutions have no bias: a bias before BatchNorm gets a gradient that is zero up
+    to rounding, and Adam's normalisation turns that rounding noise into full-size steps
+    (in eager PyTorch as much as compiled: two runs of eager differ there too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 4, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(4)
+        self.conv2 = torch.nn.Conv2d(4, 8, 3, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.nn.functional.avg_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, width)
+        self.fc2 = torch.nn.Linear(width, width)
+        self.fc3 = torch.nn.Linear(width, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc3(torch.tanh(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def classify(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the model's logits: the CNN's and the MLP's loss_fn."""
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def language_model(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """GPT-2's own causal-LM loss (labels = inputs, shifted inside the model)."""
+    return model(input_ids=ids, labels=ids, use_cache=False).loss
+
+
+GPT2_VOCAB, GPT2_SEQ = 64, 8
+
+
+def tiny_gpt2(seed: int = 3, *, layers: int = 2, width: int = 32) -> torch.nn.Module:
+    """A tiny GPT-2 LM (random weights, no hub; dropout 0: compiled training has no RNG)."""
+    import transformers
+
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(
+        n_layer=layers, n_head=2, n_embd=width, vocab_size=GPT2_VOCAB, n_positions=16,
+        bos_token_id=GPT2_VOCAB - 1, eos_token_id=GPT2_VOCAB - 1,
+        attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    return transformers.GPT2LMHeadModel(config).train()
+
+
+def cnn(seed: int = 1) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return CNN().train()
+
+
+def mlp(seed: int = 2) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return MLP().train()
+
+
+def image_batch(seed: int, batch: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 1, 8, 8, generator=g), torch.randint(0, 10, (batch,), generator=g)
+
+
+def vector_batch(seed: int, batch: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 16, generator=g), torch.randint(0, 10, (batch,), generator=g)
+
+
+def token_batch(seed: int, batch: int = 2) -> tuple[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(0, GPT2_VOCAB, (batch, GPT2_SEQ), generator=g),)
+
+
+#: Optimizer factories: name -> f(params). The Adam eps is torch's default.
+OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
+    "sgd": lambda p: torch.optim.SGD(p, lr=0.05),
+    "sgd-nesterov": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True,
+                                              weight_decay=1e-2),
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
+    "adamw-amsgrad": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.05,
+                                                 amsgrad=True),
+}
