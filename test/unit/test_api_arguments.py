@@ -115,6 +115,14 @@ def test_load_folder_of_the_wrong_type(folder: object) -> None:
         accel.load(folder)
 
 
+@pytest.mark.parametrize("folder", ["a" * 300, "x\0y"])
+def test_load_folder_the_system_refuses(folder: str) -> None:
+    """A name too long or with a NUL byte: fuzz case 1933 (OSError from the training-folder
+    probe)."""
+    with pytest.raises(AccelError, match="could not read artifact folder"):
+        accel.load(folder)
+
+
 def test_save_folder_of_the_wrong_type() -> None:
     compiled = accel.compile(torch.nn.ReLU(), (torch.ones(2),), options={"cache": False})
     with pytest.raises(TypeError, match="save: folder must be a path"):

@@ -32,8 +32,15 @@ STATE = "state.pt"
 FORMAT = 1
 
 
-def is_train_folder(folder: str | os.PathLike[str]) -> bool:
-    return (Path(folder) / TRAIN_JSON).is_file()
+def is_train_folder(folder: Any) -> bool:
+    """Whether `folder` is a training build; False for anything else, including a value
+    that is no path or a path the system refuses (accel.artifact.load then says why)."""
+    if not isinstance(folder, str | os.PathLike):
+        return False
+    try:
+        return (Path(folder) / TRAIN_JSON).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def _json_value(value: Any) -> Any:
