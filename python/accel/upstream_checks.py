@@ -66,6 +66,9 @@ def check_options(name: str, option_text: str | None) -> None:
             if kind not in ("bool", None):
                 raise OptionValueError(f"{where} needs a value ({kind})")
             continue
+        if kind == "list" and raw and any(not item.strip() for item in raw.split(",")):
+            # An empty element (`source-types=,x`) crashes the bindings' list parser.
+            raise OptionValueError(f"{where}: empty element in the list '{raw}'")
         if kind == "list" and limits is not None:
             for item in raw.split(","):
                 _check_int(where, item.strip(), "int64", limits)

@@ -95,8 +95,12 @@ def _pass_text(gen: Generator, rng: random.Random, bad: list[str]) -> str:
                 key = rng.choice(sorted(options))
             else:
                 key = rng.choice(("bogus", "tile_size", "", "=", "a b"))
-                if keys_count or not items:
+                item = f"{key}={rng.choice(_OPTION_VALUES)}" if rng.random() < 0.9 else key
+                # `cse{}` (an empty item alone) is valid: empty option braces.
+                if (keys_count or not items) and item:
                     bad.append(f"option {key!r} of {name}")
+                items.append(item)
+                continue
             items.append(f"{key}={rng.choice(_OPTION_VALUES)}" if rng.random() < 0.9 else key)
         name += "{" + sep.join(items) + "}"
     anchor = gen.catalog["anchors"].get(name.split("{")[0])

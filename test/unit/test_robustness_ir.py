@@ -240,6 +240,11 @@ AFFINE = textwrap.dedent("""\
     ("canonicalize{max-iterations=010}", "'010' is not an integer (leading zeros read as octal)"),
     ("func.func(affine-loop-tile{separate=maybe})", "'maybe' is not a bool (true or false)"),
     ("func.func(affine-loop-fusion{compute-tolerance=abc})", "'abc' is not a number"),
+    # Fuzz case 2265: an empty list element was a SIGSEGV in the bindings' list parser.
+    ("arith-emulate-unsupported-floats{source-types=,target-type=f32}",
+     "option 'source-types' of pass 'arith-emulate-unsupported-floats': empty element"),
+    # The bindings took `{=1}` and ignored it.
+    ("canonicalize{=1}", "pass 'canonicalize': '' is not an option name"),
 ])
 def test_bad_upstream_options_are_refused_before_the_pass_runs(element: str,
                                                                message: str) -> None:
