@@ -90,6 +90,10 @@ def parse_input(spec: str) -> np.ndarray:
         raise AccelError(f"--input '{spec}': unknown element type '{dtype_name}' (valid: "
                          f"{', '.join(DTYPES)})")
     shape = tuple(int(d) for d in m.group("shape").split("x")) if m.group("shape") else ()
+    # numpy refuses a shape whose nonzero dimensions multiply past its index range, even
+    # when another dimension is 0 (`0x9223372036854775807xf32`).
+    if math.prod(d for d in shape if d) >= 2 ** 62:
+        raise AccelError(f"--input '{spec}': shape {m.group('shape')} is too large")
     text = m.group("values").strip()
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]

@@ -10,6 +10,7 @@
 // RUN: not accel-run %s --input i8=300 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not accel-run %s --input 2xf16=1,70000 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=F16MAX
 // RUN: not accel-run %s --input 2xbf16=1,1e39 --input 2xf32=0 2>&1 | FileCheck %s --check-prefix=BF16MAX
+// RUN: not accel-run %s --input 0x9223372036854775807xf32= 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not accel-run %s --entry nope 2>&1 | FileCheck %s --check-prefix=ENTRY
 // RUN: not accel-run %s --entry vec --input 4xf32=0 2>&1 | FileCheck %s --check-prefix=NOCALL
 // RUN: not accel-run %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
@@ -27,6 +28,8 @@
 // SPEC: accel-run: error: --input 'bogus': expected SHAPExDTYPE=VALUES, DTYPE=VALUE or a .npy file
 // RANGE: accel-run: error: --input 'i8=300': a value does not fit i8
 // A finite value past the dtype's range is an error, not a RuntimeWarning and a silent inf.
+// Fuzz case 9054: numpy refused the shape with a ValueError ("internal error").
+// HUGE: accel-run: error: --input '0x9223372036854775807xf32=': shape 0x9223372036854775807 is too large
 // F16MAX: accel-run: error: --input '2xf16=1,70000': 70000 is out of range for f16 (largest finite value: 65504.0)
 // F16MAX-NOT: Warning
 // BF16MAX: accel-run: error: --input '2xbf16=1,1e39': 1e39 is out of range for bf16 (largest finite value: 3.3895314e+38)
