@@ -273,12 +273,7 @@ def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
         if not all(isinstance(payload.get(f), t) for f, t in fields.items()):
             raise ValueError("missing fields")
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
-        log.warning("accel cache: dropping corrupt entry %s (%s)", path, err)
-        STATS["corrupt"] += 1
-        try:
-            path.unlink()
-        except OSError:
-            pass
+        _discard(path, "corrupt", err)
         return None
     return payload
 
@@ -286,8 +281,12 @@ def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
 def drop(key: str, reason: str) -> None:
     """Delete entry `key`, which a target found damaged (`reason`): the next compile that
     needs it rebuilds and stores it again. Counts as "corrupt" in `STATS`."""
-    path = _entry_path(key)
-    log.warning("accel cache: dropping damaged entry %s (%s)", path, reason)
+    _discard(_entry_path(key), "damaged", reason)
+
+
+def _discard(path: Path, what: str, reason: object) -> None:
+    """Delete a bad entry (best effort), with one warning; counted as "corrupt"."""
+    log.warning("accel cache: dropping %s entry %s (%s)", what, path, reason)
     STATS["corrupt"] += 1
     try:
         path.unlink()

@@ -313,12 +313,7 @@ def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
                          f"{err}") from None
     line = (f"ran @{b.entry} ({what}) {num_iters} time{'s' if num_iters > 1 else ''}: "
             f"mean {seconds * 1e3:.3f} ms")
-    try:
-        with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
-            log.write(line + "\n")
-    except OSError:
-        pass
-    print(f"{PROG}: {line}", file=sys.stderr)
+    _report_timing(out, line)
 
 
 def _time_train_step(out: Path, b: Build, num_iters: int) -> None:
@@ -336,6 +331,11 @@ def _time_train_step(out: Path, b: Build, num_iters: int) -> None:
                          f"{err}") from None
     line = (f"ran the train step {num_iters} time{'s' if num_iters > 1 else ''}: mean "
             f"{seconds * 1e3:.3f} ms")
+    _report_timing(out, line)
+
+
+def _report_timing(out: Path, line: str) -> None:
+    """A --num-iters result: appended to compile.log (best effort) and printed."""
     try:
         with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
             log.write(line + "\n")
