@@ -13,8 +13,9 @@ Ops (generic form when printed):
 
 - `rdu.section`: operands = tensors entering the section (block arguments inside), results =
   tensors leaving it, one region with one block ending in `rdu.yield`. Attributes: `sym_name`,
-  `index` (execution order), `phase` (forward | backward | optimizer), `pcus`, `pmus` (units it
-  occupies); optional `hypersection = @name` makes it an instance with an empty region.
+  `index` (execution order), `phase` (forward | backward | allreduce | grad_norm |
+  optimizer), `pcus`, `pmus` (units it occupies); optional `hypersection = @name` makes it
+  an instance with an empty region.
 - `rdu.hypersection`: a module-level symbol holding a reusable body; `function_type` is its
   signature.
 - `rdu.stage_buffer`: identity on its tensor; marks a PMU buffer of `depth` slots.

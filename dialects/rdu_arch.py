@@ -38,12 +38,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Phases a section belongs to (SambaFlow compiles forward, backward and optimizer graphs).
-PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
+#: Phases a section belongs to. SambaFlow compiles forward, backward and optimizer graphs;
+#: accel also labels the gradient all-reduce of data-parallel training (`allreduce`) and,
+#: with gradient clipping, the total-norm computation (`grad_norm`: SambaFlow's "gradient
+#: normalization" graph, the third of four scaling factors).
+PHASES: tuple[str, ...] = ("forward", "backward", "allreduce", "grad_norm", "optimizer")
 #: Position of each phase's factor in a 3- or 4-float `--resources-scaling-factors` list.
+#: The all-reduce sums gradients as the backward graph's last step: the backward factor.
+#: Without a gradient-normalization factor (3 floats), its sections take the optimizer's.
 _SCALING_INDEX: dict[int, dict[str, int]] = {
-    3: {"forward": 0, "backward": 1, "optimizer": 2},
-    4: {"forward": 0, "backward": 1, "optimizer": 3},  # index 2: gradient normalization
+    3: {"forward": 0, "backward": 1, "allreduce": 1, "grad_norm": 2, "optimizer": 2},
+    4: {"forward": 0, "backward": 1, "allreduce": 1, "grad_norm": 2, "optimizer": 3},
 }
 
 

@@ -192,6 +192,9 @@ def add_table_flags(p: argparse.ArgumentParser) -> None:
         if o.types == (bool,):
             group.add_argument(*spellings, dest=dest, action=argparse.BooleanOptionalAction,
                                default=None, help=help_text)
+        elif list in o.types:  # SambaFlow's spelling: --resources-scaling-factors 1 0.8 0.8
+            group.add_argument(*spellings, dest=dest, metavar="VALUE", nargs="+",
+                               default=None, help=help_text)
         else:
             group.add_argument(*spellings, dest=dest, metavar=o.name.upper(), default=None,
                                help=help_text)
@@ -204,6 +207,8 @@ def table_flag_values(a: argparse.Namespace) -> dict[str, Any]:
     found = {}
     for name, opt in OPTIONS.items():
         value = getattr(a, f"opt_{name}", None)
+        if isinstance(value, list):  # nargs="+": the words as one value ("1 0.8 0.8")
+            value = " ".join(value)
         if value is not None:
             found[name] = value if isinstance(value, bool) else parse_text(opt, value)
     return found

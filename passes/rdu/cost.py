@@ -131,3 +131,19 @@ def estimate(ops: Sequence[Operation], inputs: Iterable[Value], outputs: Iterabl
 def transfer_us(size: int, arch: Arch) -> float:
     """Time to move `size` bytes between two chips (link_gbps)."""
     return size / (arch.link_gbps * 1e3)
+
+
+#: Gradient bucket size of the all-reduce (torch DistributedDataParallel's default
+#: bucket_cap_mb=25, its documented default): one all-reduce section per bucket.
+ALLREDUCE_BUCKET_BYTES = 25 * (1 << 20)
+
+
+def allreduce(size: int, elements: int, world: int, arch: Arch) -> Estimate:
+    """A ring all-reduce of one gradient bucket (`size` bytes, `elements` values) across
+    `world` data-parallel replicas: every chip sums `world - 1` incoming chunks (one PCU
+    stage, the bucket in and out of DRAM) and sends and receives 2 (world - 1) / world of the
+    bucket over the chip link (the ring algorithm's volume); the two are not overlapped."""
+    base = combine([(world - 1) * elements], [size, size], [], arch)
+    link_us = 2 * (world - 1) / world * transfer_us(size, arch) if world > 1 else 0.0
+    return Estimate(base.pcus, base.pmus, base.est_us + link_us, base.flops, base.dram_bytes,
+                    base.stages)

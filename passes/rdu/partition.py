@@ -314,8 +314,11 @@ def repeated_instance(modules: tuple[str, ...]) -> str | None:
 
 
 def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
-                 nlp: bool = False, boundary: Callable[[int], str | None] | None = None
-                 ) -> list[Group]:
+                 nlp: bool = False, boundary: Callable[[int], object] | None = None,
+                 limits_of: Callable[[int], tuple[int, int]] | None = None) -> list[Group]:
+    """Operators in topological order, closed into a section when the next would not fit;
+    a change of `boundary(i)` always closes one. `limits_of(i)`: the (PCU, PMU) limits of
+    the section operator i starts (default: `pcu_limit`, `pmu_limit` for all)."""
     from accel.passes.rdu.operators import topological
 
     order = topological(graph.operators) or [o.index for o in graph.operators]
@@ -323,7 +326,8 @@ def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
     current: list[int] = []
 
     def fits(members: list[int]) -> bool:
-        return estimate_group(graph, members, arch).fits(pcu_limit, pmu_limit)
+        limits = limits_of(members[0]) if limits_of is not None else (pcu_limit, pmu_limit)
+        return estimate_group(graph, members, arch).fits(*limits)
 
     def close() -> None:
         nonlocal current
@@ -340,9 +344,10 @@ def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
         if not current or not fits([i]):
             est = estimate_group(graph, [i], arch)
             label = graph.operators[i].label
+            pcus, pmus = limits_of(i) if limits_of is not None else (pcu_limit, pmu_limit)
             raise AccelError(f"rdu: operator {label} needs {est.pcus} PCUs and {est.pmus} "
                              f"PMUs, more than one section may use on {arch.name} "
-                             f"({pcu_limit} PCUs, {pmu_limit} PMUs after scaling)")
+                             f"({pcus} PCUs, {pmus} PMUs after scaling)")
         cut = _layer_cut(graph, current) if nlp else None
         if cut:
             groups.append(Group(current[:cut], "graph"))

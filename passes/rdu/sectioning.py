@@ -26,7 +26,11 @@ carries its estimate (`pcus`, `pmus`, `rdu.est_us`), its operators (`rdu.ops`) a
 `rdu-hypersection` folds into `rdu.hypersection`s. A section that does not fit the chip
 (times the forward scaling factor) fails the pass with the section and the numbers.
 Functions without provenance in their locations are cut per op (level o0/o1) or by
-resources (o3). Inference only: every section is in phase `forward`.
+resources (o3). Every section is in `phase` (compiled training cuts its forward, backward
+and optimizer graphs with phase forward, backward, optimizer: accel.training) and fits that
+phase's share of the chip; with `norm-result=K` the operators that compute the function's
+result K (the optimizer graph's total gradient norm, clip_grad_norm) form `grad_norm`
+sections of their own, scaled by the gradient-normalization factor.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from accel.diagnostics import AccelError
 from accel.dialects import rdu
 from accel.dialects.rdu_arch import (
     ARCHS,
+    PHASES,
     Arch,
     lookup_arch,
     parse_scaling_factors,
@@ -84,10 +89,16 @@ class Sectioning(ModulePass):
     #: Tag sections with their repeated module instance (o0/o1) or annotated instance
     #: (o3, which then also cuts at annotated boundaries) for rdu-hypersection.
     hypersections: bool = False
+    #: The phase of every section (compiled training: forward, backward, optimizer).
+    phase: str = "forward"
+    #: Result of each function whose computation forms `grad_norm` sections (-1: none).
+    norm_result: int = -1
 
     def apply(self, module: Operation) -> None:
         if self.level not in LEVELS:
             self.fail(module, f"level must be one of {', '.join(LEVELS)}, got '{self.level}'")
+        if self.phase not in PHASES:
+            self.fail(module, f"phase must be one of {', '.join(PHASES)}, got '{self.phase}'")
         arch = lookup_arch(self.arch)
         if arch is None:
             self.fail(module, f"unknown RDU architecture '{self.arch}' (known: "
@@ -106,8 +117,8 @@ class Sectioning(ModulePass):
                 self.fail(module, str(err))
         with module.location:  # FloatAttr.get needs one for its diagnostics
             rdu.set_target(module, arch.name, list(factors) if factors else None)
-        limits = (resource_limit(arch, "pcus", "forward", factors),
-                  resource_limit(arch, "pmus", "forward", factors))
+        limits = {phase: (resource_limit(arch, "pcus", phase, factors),
+                          resource_limit(arch, "pmus", phase, factors)) for phase in PHASES}
         for op in list(module.regions[0].blocks[0].operations):
             fn = op.operation
             if fn.name == "func.func" and fn.regions[0].blocks:
@@ -118,33 +129,46 @@ class Sectioning(ModulePass):
                 except AccelError as err:
                     self.fail(fn, str(err))
 
-    def _cut(self, fn: Operation, arch: Arch, limits: tuple[int, int],
+    def _cut(self, fn: Operation, arch: Arch, limits: dict[str, tuple[int, int]],
              rules: list[Rule] | None) -> None:
         graph = operators.build(fn)
         if not graph.operators:
             return
+        norm = norm_slice(graph, fn, self.norm_result)
+
+        def phase_of(i: int) -> str:
+            return "grad_norm" if i in norm else self.phase
+
         annotated = self.hypersections and self.level == "o3"
         if self.level == "o0":
             groups = partition.by_operator(graph)
         elif self.level == "o1":
             groups = partition.by_rules(graph, rules or [])
         else:
-            boundary = (lambda i: _annotated_instance(graph.operators[i])) if annotated \
-                else None
-            groups = partition.by_resources(graph, arch, *limits, nlp=self.nlp,
-                                            boundary=boundary)
+            # Sections never mix phases: each is sized by its own phase's scaling factor.
+            def boundary(i: int) -> tuple[str, str | None]:
+                return phase_of(i), (_annotated_instance(graph.operators[i]) if annotated
+                                     else None)
+
+            groups = partition.by_resources(graph, arch, *limits[self.phase], nlp=self.nlp,
+                                            boundary=boundary,
+                                            limits_of=lambda i: limits[phase_of(i)])
         block = fn.regions[0].blocks[0]
         for index, group in enumerate(groups):
             ops = partition.group_ops(graph, group.operators)
             est = partition.estimate_group(graph, group.operators, arch)
             name = f"s{index}_{group.label}"
-            if not est.fits(*limits):
+            phase = "grad_norm" if norm and all(i in norm for i in group.operators) \
+                else self.phase
+            pcu_limit, pmu_limit = limits[phase]
+            if not est.fits(pcu_limit, pmu_limit):
                 members = ", ".join(graph.operators[i].label for i in group.operators)
                 raise AccelError(f"section {name} ({members}) needs {est.pcus} PCUs and "
-                                 f"{est.pmus} PMUs but a section may use {limits[0]} PCUs "
-                                 f"and {limits[1]} PMUs on {arch.name}; use -o3 or larger "
+                                 f"{est.pmus} PMUs but a {phase} section may use {pcu_limit} "
+                                 f"PCUs and {pmu_limit} PMUs on {arch.name}; use -o3 or larger "
                                  "--resources-scaling-factors")
             attrs = {
+                "phase": ir.StringAttr.get(phase),
                 "pcus": rdu._i64(est.pcus), "pmus": rdu._i64(est.pmus),
                 sections.EST_ATTR: ir.FloatAttr.get(ir.F64Type.get(), round(est.est_us, 4)),
                 sections.LABEL_ATTR: ir.StringAttr.get(group.label),
@@ -160,6 +184,25 @@ class Sectioning(ModulePass):
             sections.form_section(block, ops, graph.free, name=name, index=index,
                                   attributes=attrs, buffers=True)
         sections.erase_dead_free(block, graph.free)
+
+
+def norm_slice(graph: operators.Graph, fn: Operation, result: int) -> set[int]:
+    """The operators that `fn`'s result number `result` depends on (none for -1 or a
+    result that does not exist)."""
+    if result < 0:
+        return set()
+    ret = list(fn.regions[0].blocks[0].operations)[-1].operation
+    if result >= len(ret.operands):
+        return set()
+    src = operators.defining_op(ret.operands[result])
+    todo = [graph.owner[src]] if src in graph.owner else []
+    found: set[int] = set()
+    while todo:
+        i = todo.pop()
+        if i not in found:
+            found.add(i)
+            todo.extend(graph.operators[i].preds)
+    return found
 
 
 def partition_rules(name: str) -> list[Rule]:

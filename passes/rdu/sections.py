@@ -206,6 +206,8 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
         outer = form_section(block, ops, set(), name=key, index=0)
         outer.operation.attributes["pcus"] = rdu._i64(_max_attr(ops, "pcus"))
         outer.operation.attributes["pmus"] = rdu._i64(_max_attr(ops, "pmus"))
+        if "phase" in ops[0].attributes:  # a run is one module instance: one phase
+            outer.operation.attributes["phase"] = ops[0].attributes["phase"]
         outer.operation.move_before(after)
         wrapped.append((key, outer.operation))
     classes: dict[str, list[tuple[str, Operation]]] = {}
@@ -238,7 +240,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
             instance = rdu.section(list(outer.operands), signature_out, name=key, index=0,
                                    hypersection=name, loc=outer.location,
                                    ip=InsertionPoint(outer))
-            for attr in ("pcus", "pmus"):
+            for attr in ("pcus", "pmus", "phase"):
                 instance.operation.attributes[attr] = outer.attributes[attr]
             instance.operation.attributes[INSTANCE_ATTR] = ir.StringAttr.get(key)
             instance.operation.attributes[OPS_ATTR] = labels[key]

@@ -48,9 +48,6 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     Raises `ValueError`/`NotImplementedError` for bad options and `AccelError` when export,
     lowering or compilation fails.
     """
-    from accel.diagnostics import AccelError, out_of_memory, too_deep
-    from accel.frontend.program import model_name
-
     if not isinstance(example_inputs, tuple | list):
         raise TypeError(f"example_inputs must be a tuple of inputs, got "
                         f"{type(example_inputs).__name__}")
@@ -59,8 +56,29 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
                         f"got {type(dynamic_shapes).__name__}")
     opts = resolve_options(options)
     _refuse_train_options(opts)
+    return _guarded_compile(model, tuple(example_inputs), opts, dynamic_shapes)
+
+
+def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
+                        options: dict[str, Any] | None, phase: str,
+                        outputs: tuple[str, ...]) -> CompiledModule:
+    """`compile` for one phase graph of compiled training (accel.training.compile): the
+    target also sees the phase's name and output names as the internal settings
+    `graph_phase` and `graph_outputs` (`accel.options.INTERNAL_SETTINGS`; the RDU labels
+    its sections with them)."""
+    opts = resolve_options(options)
+    _refuse_train_options(opts)
+    opts.update(graph_phase=phase, graph_outputs=list(outputs))
+    return _guarded_compile(graph, tuple(example_inputs), opts, None)
+
+
+def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
+                     dynamic_shapes: Any) -> CompiledModule:
+    from accel.diagnostics import AccelError, out_of_memory, too_deep
+    from accel.frontend.program import model_name
+
     try:
-        return _compile(model, tuple(example_inputs), opts, dynamic_shapes)
+        return _compile(model, example_inputs, opts, dynamic_shapes)
     except RecursionError:  # hashing, importing or lowering a deeply nested model
         raise AccelError(too_deep(model_name(model))) from None
     except MemoryError as err:  # still a MemoryError, saying what ran out

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from accel.api import compile as accel_compile
+from accel.api import compile_phase_graph
 from accel.diagnostics import AccelError
 
 
@@ -168,7 +168,10 @@ def compile_part(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, nam
     compiled = None
     if nodes:
         try:
-            compiled = accel_compile(_pruned(gm, nodes), tuple(inputs), options=options)
+            # AOTAutograd's forward and backward graphs: a target that labels phases (the
+            # RDU's sections) sees which this is.
+            compiled = compile_phase_graph(_pruned(gm, nodes), tuple(inputs), options,
+                                           "backward" if kind == "backward" else "forward", ())
         except AccelError as err:
             if strict:
                 raise

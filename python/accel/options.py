@@ -338,6 +338,9 @@ _TABLE: tuple[Option, ...] = (
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})
 #: Options that change generated code: the compile cache key covers them.
 CODE_OPTIONS: tuple[str, ...] = tuple(o.name for o in _TABLE if o.affects_code)
+#: Settings accel itself adds for a target, not options a user gives: which phase graph of
+#: compiled training this is and its outputs' names (accel.api.compile_phase_graph).
+INTERNAL_SETTINGS: tuple[str, ...] = ("graph_phase", "graph_outputs")
 
 
 def defaults() -> dict[str, Any]:

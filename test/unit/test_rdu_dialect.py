@@ -90,8 +90,8 @@ def test_op_verifier_errors_are_located(ctx: ir.Context) -> None:
         first.attributes["phase"] = ir.StringAttr.get("inference")
         with pytest.raises(MLIRError) as info:
             module.operation.verify()
-    assert "'rdu.section' op phase must be one of forward, backward, optimizer; got " \
-           "'inference'" in str(info.value)
+    assert "'rdu.section' op phase must be one of forward, backward, allreduce, grad_norm, " \
+           "optimizer; got 'inference'" in str(info.value)
 
 
 def test_unresolved_hypersection(ctx: ir.Context) -> None:

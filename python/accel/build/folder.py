@@ -158,7 +158,7 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
         for name, module in b.train_step.compiled.items():
             if hasattr(module.compiled, "artifact_name"):
                 module.compiled.artifact_name = f"{s.pef_name}-{name}"
-        save_step(b.train_step, out)
+        save_step(b.train_step, out, s.pef_name)
     else:
         if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
             b.compiled.artifact_name = s.pef_name
@@ -239,8 +239,15 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
     if b.train_step is None:
         lines += _target_summary(target, b.compiled)
     else:
-        for name, module in b.train_step.compiled.items():
-            lines += [f"{name}: {line}" for line in _target_summary(target, module.compiled)]
+        from accel import targets
+
+        whole = targets.get(target).report_train(b.train_step)
+        if whole is not None:  # the target's view of the whole step (the RDU's schedule)
+            lines += whole.splitlines()
+        else:
+            for name, module in b.train_step.compiled.items():
+                lines += [f"{name}: {line}" for line in _target_summary(target,
+                                                                         module.compiled)]
     return "\n".join(lines) + "\n"
 
 

@@ -114,6 +114,16 @@ class Target:
         """A human-readable summary of a compiled program (compile.log)."""
         return "\n".join(f"@{n}: {s}" for n, s in executable.functions.items())
 
+    # -- compiled training (accel.training) -------------------------------------------------
+    def save_train(self, step: Any, folder: Path, name: str) -> None:
+        """Write the target's files describing a whole train step into its folder (each
+        phase graph's artifact is already in `folder/<phase>/`); most targets have none."""
+
+    def report_train(self, step: Any) -> str | None:
+        """A summary of a whole train step for compile.log, or None: one `report` per
+        phase graph."""
+        return None
+
 
 class PlannedTarget(Target):
     """A target whose issue has not landed: known by name, a clean error when used."""

@@ -56,13 +56,18 @@ def _json_value(value: Any) -> Any:
     raise AccelError(f"optimizer setting {value!r} cannot be saved in {TRAIN_JSON}")
 
 
-def save_step(step: TrainStep, folder: str | os.PathLike[str]) -> Path:
-    """Write `step` (its compiled phases and its current state) as a train-step folder."""
+def save_step(step: TrainStep, folder: str | os.PathLike[str], name: str | None = None
+              ) -> Path:
+    """Write `step` (its compiled phases and its current state) as a train-step folder;
+    the target may add files describing the whole step, named after `name` (default: the
+    folder's name), e.g. the RDU's `<name>.pef` and `sections.json`."""
     import torch
 
+    from accel import targets
     from accel.cache import atomic_write
 
     out = Path(folder)
+    files_name = name or out.resolve().name or "model"
     opt = step.optimizer
     state = step.model_state()
     name_of: dict[int, str] = {}
@@ -92,8 +97,10 @@ def save_step(step: TrainStep, folder: str | os.PathLike[str]) -> Path:
     }
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, compiled in step.compiled.items():
-            compiled.save(out / name)
+        for phase, compiled in step.compiled.items():
+            compiled.save(out / phase)
+        target = targets.get(step.compiled["forward"].options.get("target", "cpu"))
+        target.save_train(step, out, files_name)
         torch.save({"model": {k: v.detach() for k, v in state.items()},
                     "optimizer": opt.state_dict()}, out / STATE)
         atomic_write(out / TRAIN_JSON, (json.dumps(meta, indent=2) + "\n").encode())

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accel import phases
-from accel.api import compile as compile_module
-from accel.api import resolve_options
+from accel.api import compile_phase_graph, resolve_options
 from accel.diagnostics import AccelError
 from accel.options import OPTIONS
 from accel.training import optimizers
@@ -97,7 +96,8 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
         if key is not None and key in _MEMO:
             return _MEMO[key]
         with phases.prefixed(graph.name):
-            compiled = compile_module(graph.module, graph.example_inputs, options=phase_options)
+            compiled = compile_phase_graph(graph.module, graph.example_inputs, phase_options,
+                                           graph.name, graph.outputs)
         if key is not None:
             while len(_MEMO) >= _MEMO_SIZE:
                 _MEMO.pop(next(iter(_MEMO)))
@@ -150,7 +150,8 @@ def _memo_key(graph: PhaseGraph, options: dict[str, Any]) -> str | None:
                       .numpy().tobytes())
     for x in graph.example_inputs:
         digest.update(f"{x.dtype} {tuple(x.shape)} {x.stride()}".encode())
-    digest.update(json.dumps(options, sort_keys=True, default=repr).encode())
+    digest.update(json.dumps([graph.name, graph.outputs, options], sort_keys=True,
+                             default=repr).encode())
     return digest.hexdigest()
 
 

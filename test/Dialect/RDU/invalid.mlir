@@ -2,7 +2,7 @@
 
 // An unknown phase is rejected with the valid choices.
 func.func @bad_phase(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{'rdu.section' op phase must be one of forward, backward, optimizer; got 'inference'}}
+  // expected-error@+1 {{'rdu.section' op phase must be one of forward, backward, allreduce, grad_norm, optimizer; got 'inference'}}
   %0 = "rdu.section"(%a) ({
   ^bb0(%x: tensor<4xf32>):
     "rdu.yield"(%x) : (tensor<4xf32>) -> ()

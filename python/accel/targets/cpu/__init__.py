@@ -44,9 +44,11 @@ class CpuTarget(Target):
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
+        from accel.options import INTERNAL_SETTINGS
         from accel.targets.cpu.compile import compile_mlir
 
-        return compile_mlir(module, dict(options), weights=weights)
+        return compile_mlir(module, {k: v for k, v in options.items()
+                                     if k not in INTERNAL_SETTINGS}, weights=weights)
 
     def cache_key(self, module_text: str, options: Mapping[str, Any]) -> str | None:
         from accel import cache

@@ -61,5 +61,15 @@ class RduTarget(Target):
             raise AccelError("rdu: report needs an RDU program")
         return summary(executable)
 
+    def save_train(self, step: Any, folder: Path, name: str) -> None:
+        from accel.targets.rdu import training
+
+        training.save(step, folder, name)
+
+    def report_train(self, step: Any) -> str | None:
+        from accel.targets.rdu import training
+
+        return training.summary(step)
+
 
 TARGET = RduTarget()

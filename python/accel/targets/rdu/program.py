@@ -96,14 +96,16 @@ def total_us(sections: list[Section]) -> float:
     return sum(s.est_us + s.transfer_us for s in sections)
 
 
-def arch_limits(arch: Arch, factors: tuple[float, ...] | None) -> dict[str, Any]:
+def arch_limits(arch: Arch, factors: tuple[float, ...] | None,
+                phase: str = "forward") -> dict[str, Any]:
     return {"pcu": arch.pcus, "pmu": arch.pmus, "sram_mb": arch.sram_mb,
             "peak_tflops": arch.peak_tflops, "dram_gbps": arch.dram_gbps,
             "clock_ghz": arch.clock_ghz, "link_gbps": arch.link_gbps,
             "assumed": list(arch.assumed),
             "scaling_factors": list(factors) if factors else None,
-            "section_pcu_limit": resource_limit(arch, "pcus", "forward", factors),
-            "section_pmu_limit": resource_limit(arch, "pmus", "forward", factors)}
+            "phase": phase,
+            "section_pcu_limit": resource_limit(arch, "pcus", phase, factors),
+            "section_pmu_limit": resource_limit(arch, "pmus", phase, factors)}
 
 
 def _hypersections_on(options: Mapping[str, Any]) -> bool:
@@ -128,10 +130,15 @@ def compile_program(module_text: str, options: Mapping[str, Any],
     factors = parse_scaling_factors(raw) if raw is not None else None
     filename = options.get("filename", "<input>")
     hyper = _hypersections_on(options)
+    # Compiled training passes each phase graph's name and outputs (accel.training.compile):
+    # its sections carry the phase, and the optimizer's norm computation is `grad_norm`.
+    phase = options.get("graph_phase") or "forward"
+    outputs = list(options.get("graph_outputs") or ())
     passes: list[object] = [Sectioning(
         level=options["sectioning"], rule_list=options["o1_rule_list"], arch=arch.name,
         scaling=",".join(f"{f:g}" for f in factors) if factors else "",
-        nlp=options.get("compiler_mode") == "nlp", hypersections=hyper)]
+        nlp=options.get("compiler_mode") == "nlp", hypersections=hyper, phase=phase,
+        norm_result=outputs.index("grad_norm") if "grad_norm" in outputs else -1)]
     if hyper:
         passes.append(Hypersections())
     enable_torch_mlir_extensions()
@@ -165,7 +172,7 @@ def compile_program(module_text: str, options: Mapping[str, Any],
         phases.snapshot("rdu-outline", emulation_ir)
     cpu = {k: options[k] for k in CPU_OPTIONS if k in options}
     emulation = compile_mlir(located_ir, {**cpu, "filename": filename}, weights=weights)
-    return RduProgram(emulation, arch, arch_limits(arch, factors), sections, hypers,
+    return RduProgram(emulation, arch, arch_limits(arch, factors, phase), sections, hypers,
                       sectioned_ir, emulation_ir, _json_options(options))
 
 
