@@ -24,6 +24,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     nvgpu_wrap_serial,
     outline_nonaffine_linalg,
     parallelize_loops,
+    precise_math_to_libm,
     prepare_one_shot,
     reduce_reduce_fusion,
     split_argmax,

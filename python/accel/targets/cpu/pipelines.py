@@ -105,6 +105,9 @@ LOWER_TO_LLVM: list[str] = [
     "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
     # bf16<->f32 casts as integer bit operations (no __truncsfbf2 libcall), ceildiv & co.
     "arith-expand{include-bf16=true}",
+    # expm1 and log1p as libm calls: convert-math-to-llvm would write exp(x) - 1 and
+    # log(1 + x), which cancel near 0 (vecmath still widens the calls to libmvec's).
+    "accel-precise-math-to-libm",
     # math ops with LLVM intrinsics (exp, log, sqrt, fma, ...) first: they vectorise.
     "convert-math-to-llvm",
     # The rest (tanh, erf, atan, ...) as libm calls, resolved in the process.
