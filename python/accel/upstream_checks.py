@@ -21,7 +21,12 @@ LIMITS: dict[tuple[str, str], tuple[int | None, int | None]] = {
     ("affine-loop-unroll-jam", "unroll-jam-factor"): (1, (1 << 31) - 1),  # 2^31: SIGABRT
     ("affine-loop-tile", "tile-sizes"): (1, None),  # 0: SIGFPE (division by the tile size)
     ("linalg-block-pack-matmul", "block-factors"): (1, None),  # 0: SIGSEGV
+    # Each repetition walks the whole function again, even when no loop is left to unroll:
+    # 2^31 of them ran for hours (a hang, not an answer). 1024 is far past any useful depth.
+    ("affine-loop-unroll", "unroll-num-reps"): (None, 1024),
 }
+#: What happens past a limit, where it is not a crash.
+_PAST_LIMIT = {("affine-loop-unroll", "unroll-num-reps"): "the pass runs for hours"}
 
 #: Ranges of the LLVM option types in the catalogue (`accel.upstream_passes`).
 RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
@@ -62,6 +67,7 @@ def check_options(name: str, option_text: str | None) -> None:
         where = f"option '{key}' of pass '{name}'"
         kind = types[key]
         limits = LIMITS.get((name, key))
+        why = _PAST_LIMIT.get((name, key), "the pass crashes")
         if raw is None:
             if kind not in ("bool", None):
                 raise OptionValueError(f"{where} needs a value ({kind})")
@@ -71,17 +77,17 @@ def check_options(name: str, option_text: str | None) -> None:
             raise OptionValueError(f"{where}: empty element in the list '{raw}'")
         if kind == "list" and limits is not None:
             for item in raw.split(","):
-                _check_int(where, item.strip(), "int64", limits)
+                _check_int(where, item.strip(), "int64", limits, why)
         elif kind in RANGES:
-            _check_int(where, raw, kind, limits)
+            _check_int(where, raw, kind, limits, why)
         elif kind == "bool" and raw not in _BOOLS:
             raise OptionValueError(f"{where}: '{raw}' is not a bool (true or false)")
         elif kind == "float" and not _FLOAT.fullmatch(raw):
             raise OptionValueError(f"{where}: '{raw}' is not a number")
 
 
-def _check_int(where: str, raw: str, kind: str, limits: tuple[int | None, int | None] | None
-               ) -> None:
+def _check_int(where: str, raw: str, kind: str, limits: tuple[int | None, int | None] | None,
+               why: str = "the pass crashes") -> None:
     if not _INT.fullmatch(raw):
         hint = " (leading zeros read as octal)" if re.fullmatch(r"-?0[0-9]+", raw) else ""
         raise OptionValueError(f"{where}: '{raw}' is not an integer{hint}")
@@ -92,11 +98,11 @@ def _check_int(where: str, raw: str, kind: str, limits: tuple[int | None, int | 
         raise OptionValueError(f"{where}: {raw} is out of range ({kind}: from {low} to {high})")
     lo, hi = limits or (None, None)
     if lo is not None and value < lo:
-        raise OptionValueError(f"{where}: {raw} is out of range (min {lo}; the pass crashes "
-                               "on smaller values)")
+        raise OptionValueError(f"{where}: {raw} is out of range (min {lo}; {why} on smaller "
+                               "values)")
     if hi is not None and value > hi:
-        raise OptionValueError(f"{where}: {raw} is out of range (max {hi}; the pass crashes "
-                               "on larger values)")
+        raise OptionValueError(f"{where}: {raw} is out of range (max {hi}; {why} on larger "
+                               "values)")
 
 
 __all__ = ["FRAGILE_PASSES", "LIMITS", "RANGES", "OptionValueError", "check_options",

@@ -225,6 +225,9 @@ AFFINE = textwrap.dedent("""\
     ("func.func(affine-loop-unroll-jam{unroll-jam-factor=2147483648})",
      "option 'unroll-jam-factor' of pass 'affine-loop-unroll-jam': 2147483648 is out of range "
      "(max 2147483647; the pass crashes on larger values)"),
+    ("func.func(affine-loop-unroll{unroll-num-reps=2147483647})",
+     "option 'unroll-num-reps' of pass 'affine-loop-unroll': 2147483647 is out of range "
+     "(max 1024; the pass runs for hours on larger values)"),
     ("func.func(affine-loop-tile{tile-sizes=4,0})",
      "option 'tile-sizes' of pass 'affine-loop-tile': 0 is out of range (min 1;"),
     ("linalg-block-pack-matmul{block-factors=0,1,1}",
