@@ -36,6 +36,16 @@ def _hypot(a: Any, b: Any) -> Any:
     return torch.where(torch.isinf(big), big, scaled)
 
 
+def _fmod_scalar(x: Any, other: Any) -> Any:
+    """fmod by a Python number as fmod by a 0-d tensor of the result's dtype (torch-mlir has
+    no lowering of aten.fmod.Scalar: "unsupported op constant.int")."""
+    import torch
+
+    dtype = torch.result_type(x, other)
+    divisor = torch.ops.aten.scalar_tensor.default(other, dtype=dtype)
+    return torch.ops.aten.fmod.Tensor(x.to(dtype), divisor)
+
+
 def _copysign(a: Any, b: Any) -> Any:
     """|a| with the sign of b, -0.0 included (torch's decomposition needs prims.signbit)."""
     import torch
@@ -559,6 +569,7 @@ def decompositions() -> dict[Any, Any]:
     table[aten.reciprocal.default] = _reciprocal
     table[aten.hypot.default] = _hypot
     table[aten.copysign.Tensor] = _copysign
+    table[aten.fmod.Scalar] = _fmod_scalar
     table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     table[aten.convolution_backward.default] = _convolution_backward
     fixes: dict[Any, Any] = {}
