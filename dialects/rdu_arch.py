@@ -111,11 +111,11 @@ def parse_scaling_factors(value: object) -> tuple[float, ...]:
     Raises ValueError for anything that is not numbers."""
     items = value.replace(",", " ").split() if isinstance(value, str) else value
     if not isinstance(items, list | tuple) or any(isinstance(x, bool) for x in items):
-        raise ValueError(f"scaling factors must be numbers, got {value!r}")
+        raise ValueError("scaling factors must be numbers")
     try:
         return tuple(float(x) for x in items)
     except (TypeError, ValueError):
-        raise ValueError(f"scaling factors must be numbers, got {value!r}") from None
+        raise ValueError("scaling factors must be numbers") from None
 
 
 def scaling_factors_error(value: object) -> str | None:
@@ -126,7 +126,7 @@ def scaling_factors_error(value: object) -> str | None:
         return str(err)
     if len(factors) not in _SCALING_INDEX:
         return (f"needs 3 floats (forward, backward, optimizer) or 4 (forward, backward, "
-                f"gradient normalisation, optimizer), got {len(factors)}")
+                f"gradient normalisation, optimizer), not {len(factors)}")
     return scaling_error(factors)
 
 

@@ -107,7 +107,7 @@ class Sectioning(ModulePass):
         if self.scaling:
             problem = scaling_factors_error(self.scaling)
             if problem:
-                self.fail(module, f"scaling {problem}")
+                self.fail(module, f"scaling {problem}, got '{self.scaling}'")
             factors = parse_scaling_factors(self.scaling)
         rules = None
         if self.level == "o1":

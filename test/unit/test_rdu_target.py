@@ -71,7 +71,7 @@ def test_four_factors_scale_forward_by_the_first() -> None:
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ("1 1", "got 2"), ("1 1 1 1 1", "got 5"), ("1 x 1", "numbers"), ("1 0 1", "(0, 1]")])
+    ("1 1", "not 2, got '1 1'"), ("1 1 1 1 1", "not 5"), ("1 x 1", "numbers"), ("1 0 1", "(0, 1]")])
 def test_bad_scaling_factors_are_one_line(value: str, message: str) -> None:
     with pytest.raises(OptionError, match="option 'resources_scaling_factors'") as err:
         resolve({"target": "rdu", "resources_scaling_factors": value})
