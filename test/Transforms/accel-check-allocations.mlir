@@ -38,11 +38,45 @@ func.func @static() {
 
 // -----
 
-// Negative: stack allocations are not checked, and nothing is declared.
-// CHECK-LABEL: func.func @stack
+// Negative: a stack allocation known to be small (<= 1 MiB) is not checked, and nothing is
+// declared.
+// CHECK-LABEL: func.func @small_stack
 // CHECK-NOT:     cf.cond_br
 // CHECK-NOT:     __accel_alloc_fail
-func.func @stack() {
+func.func @small_stack() {
   %m = memref.alloca() : memref<4xf32>
+  return
+}
+
+// -----
+
+// A stack allocation of dynamic size is checked *before* it: over 1 MiB (or a size that
+// alone is, in case the product wrapped) it reports its size and returns instead of
+// running past the stack's guard page (SIGSEGV).
+// CHECK-LABEL: func.func @dynamic_stack
+// CHECK:         %[[BYTES:.*]] = arith.muli %c4, %arg0 : index
+// CHECK:         %[[FITS:.*]] = arith.cmpi ule, %[[BYTES]], %c1048576 : index
+// CHECK:         %[[SIZE:.*]] = arith.cmpi ule, %arg0, %c1048576 : index
+// CHECK:         %[[OK:.*]] = arith.andi %[[FITS]], %[[SIZE]] : i1
+// CHECK:         cf.cond_br %[[OK]] weights([2000, 1]), ^[[CONT:.*]], ^[[FAIL:[a-z0-9]*]]
+// CHECK:       ^[[CONT]]:
+// CHECK-NEXT:    memref.alloca(%arg0) : memref<?xf32>
+// CHECK:       ^[[FAIL]]:
+// CHECK-NEXT:    %[[N:.*]] = arith.index_cast %[[BYTES]] : index to i64
+// CHECK-NEXT:    call @__accel_alloc_fail(%[[N]]) : (i64) -> ()
+func.func @dynamic_stack(%n: index) {
+  %m = memref.alloca(%n) : memref<?xf32>
+  return
+}
+
+// -----
+
+// A static stack allocation over the limit (8 MiB here) always takes the failure path.
+// CHECK-LABEL: func.func @big_stack
+// CHECK:         %[[FITS:.*]] = arith.cmpi ule, %c8388608, %c1048576 : index
+// CHECK:         cf.cond_br %[[FITS]]
+// CHECK:         call @__accel_alloc_fail
+func.func @big_stack() {
+  %m = memref.alloca() : memref<2097152xf32>
   return
 }

@@ -249,6 +249,31 @@ def test_huge_results_raise_memory_error() -> None:
     assert "OK" in out
 
 
+def test_a_stack_buffer_too_big_is_a_memory_error() -> None:
+    """A `memref.alloca` of a size only known at run time: 4 GB would run past the stack's
+    guard page (SIGSEGV); it is a MemoryError naming the size, and small ones still run."""
+    out = _isolated("""
+        import accel
+        src = '''
+        func.func @f(%n: index) -> f32 {
+          %c0 = arith.constant 0 : index
+          %m = memref.alloca(%n) : memref<?xf32>
+          %c = arith.constant 1.5 : f32
+          memref.store %c, %m[%c0] : memref<?xf32>
+          %v = memref.load %m[%c0] : memref<?xf32>
+          return %v : f32
+        }'''
+        m = accel.compile_mlir(src, {"cache": False})
+        assert m.invoke("f", 10) == 1.5
+        try:
+            m.invoke("f", 10**9)
+        except MemoryError as err:
+            assert "could not allocate 4000000000 bytes" in str(err), err
+            print("OK")
+    """)
+    assert "OK" in out
+
+
 def test_a_function_outlives_its_dropped_module() -> None:
     """`compile_mlir(src)["f"]` keeps only the function: it must keep the machine code
     (and bound weights) alive, where calling it used to be a SIGSEGV."""
