@@ -69,16 +69,17 @@ def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
     opts = resolve_options(options)
     _refuse_train_options(opts)
     opts.update(graph_phase=phase, graph_outputs=list(outputs))
-    return _guarded_compile(graph, tuple(example_inputs), opts, None)
+    # Flat results: the training and torch.compile glue index them by position.
+    return _guarded_compile(graph, tuple(example_inputs), opts, None, structured=False)
 
 
 def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
-                     dynamic_shapes: Any) -> CompiledModule:
+                     dynamic_shapes: Any, *, structured: bool = True) -> CompiledModule:
     from accel.diagnostics import AccelError, out_of_memory, too_deep
     from accel.frontend.program import model_name
 
     try:
-        return _compile(model, example_inputs, opts, dynamic_shapes)
+        return _compile(model, example_inputs, opts, dynamic_shapes, structured)
     except RecursionError:  # hashing, importing or lowering a deeply nested model
         raise AccelError(too_deep(model_name(model))) from None
     except MemoryError as err:  # still a MemoryError, saying what ran out
@@ -86,7 +87,7 @@ def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str
 
 
 def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
-             dynamic_shapes: Any) -> CompiledModule:
+             dynamic_shapes: Any, structured: bool = True) -> CompiledModule:
     import torch
 
     from accel import phases, targets
@@ -109,9 +110,10 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
                                  dynamic_shapes=dynamic_shapes,
                                  reuse=front.reuse if front is not None else None,
                                  provenance=target.torch_provenance)
+    outputs = program.outputs if structured else None
     if program.compiled is not None:  # a front-cache hit
         result = CompiledModule(model, program.compiled, None, func_name, opts,
-                                tuple(program.mutations))
+                                tuple(program.mutations), outputs)
         result.set_module_text(program.module_text)
     else:
         text = program.module.operation.get_asm(enable_debug_info=True)
@@ -122,7 +124,7 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
         if front is not None:
             front.store(program, text)
         result = CompiledModule(model, compiled, program.module, func_name, opts,
-                                tuple(program.mutations))
+                                tuple(program.mutations), outputs)
     if opts.get("out_onnx"):  # after a front-cache hit too: the file is asked for each time
         from accel.frontend.onnx_export import export_onnx
 
@@ -156,7 +158,13 @@ def load(folder: Any) -> Any:
         return load_step(folder)
 
     found = load_folder(folder)
-    module = CompiledModule(None, found.executable, None, found.entry, found.options)
+    outputs = None
+    if found.output_structure is not None:
+        from accel.frontend.outputs import OutputStructure
+
+        outputs = OutputStructure.from_json(found.output_structure)
+    module = CompiledModule(None, found.executable, None, found.entry, found.options,
+                            outputs=outputs)
     module.set_module_text(found.model_mlir)
     return module
 

@@ -51,9 +51,11 @@ def folder_path(folder: Any, what: str) -> Path:
 
 
 def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
-                    options: Mapping[str, Any], model_mlir: str | None = None) -> Path:
+                    options: Mapping[str, Any], model_mlir: str | None = None,
+                    outputs: Any = None) -> Path:
     """Write a target's executable (e.g. a `compile_mlir` result) as an artifact folder
-    callable through `entry`; returns its Path."""
+    callable through `entry`; returns its Path. `outputs`: the model's output structure
+    (`accel.frontend.outputs.OutputStructure`), kept when it can be written as text."""
     from accel import targets
 
     if entry not in executable.functions:
@@ -72,6 +74,7 @@ def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: s
         "signatures": [signature_to_json(s) for s in executable.functions.values()],
         "inputs": [_io_spec(a) for a in sig.args],
         "outputs": [_io_spec(r) for r in sig.results],
+        "output_structure": outputs.to_json() if outputs is not None else None,
     }
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -93,6 +96,8 @@ class Loaded:
     entry: str
     options: dict[str, Any]
     model_mlir: str | None
+    #: The saved output structure (JSON; accel.frontend.outputs), None for flat results.
+    output_structure: Any = None
 
 
 def load(folder: str | os.PathLike[str]) -> Loaded:
@@ -117,7 +122,8 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
     arrays = load_weights(root, manifest.get("weights", {}))
     executable = target.load(root, manifest, arrays)
     options["verify_numerics"] = False  # no eager model to compare with
-    return Loaded(executable, entry, options, _model_mlir(root))
+    return Loaded(executable, entry, options, _model_mlir(root),
+                  manifest.get("output_structure"))
 
 
 def _checked_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:

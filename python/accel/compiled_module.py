@@ -30,7 +30,8 @@ class CompiledModule:
     """
 
     def __init__(self, model: Any, compiled: Any, module: Any, func_name: str,
-                 options: dict[str, Any], mutations: tuple[Any, ...] = ()):
+                 options: dict[str, Any], mutations: tuple[Any, ...] = (),
+                 outputs: Any = None):
         self.model = model
         self.compiled = compiled
         self.module = module
@@ -43,11 +44,23 @@ class CompiledModule:
         #: their new values first, and each call writes them back, as eager PyTorch does.
         self.mutations = tuple(mutations)
         self._fn = compiled[func_name]
+        #: What `forward` returns around the flat results (`accel.frontend.outputs`): a
+        #: dict, a 1-tuple, a ModelOutput are rebuilt; None for the flat default.
+        self.outputs = outputs
+        self._rebuild = self._rebuilder()
         #: The AOT library (`accel.aot.AotLibrary`) when compiled with `aot=True`.
         self.aot_library: Any = None
         #: Mean seconds of one run in the last call (`num_iters` runs are averaged).
         self.last_seconds: float | None = None
         self._fast_fn, self._fast_args = self._fast_setup()
+
+    def _rebuilder(self) -> Any:
+        if self.outputs is None:
+            return None
+        from accel.frontend.outputs import rebuilder
+
+        count = len(self.compiled.functions[self.func_name].results) - len(self.mutations)
+        return rebuilder(self.outputs, count)
 
     def _fast_setup(self) -> tuple[Any, Any]:
         """(the function, per-argument checks) of the fast call path, or (None, None).
@@ -125,7 +138,8 @@ class CompiledModule:
             raise NotImplementedError("saving a model that updates its buffers or inputs in "
                                       "place is not supported yet")
         return save_executable(folder, self.compiled, entry=self.func_name,
-                               options=self.options, model_mlir=self.module_text())
+                               options=self.options, model_mlir=self.module_text(),
+                               outputs=self.outputs)
 
     def __call__(self, *args: Any) -> Any:
         fn = self._fast_fn
@@ -144,6 +158,10 @@ class CompiledModule:
                 start = perf_counter()
                 results = plan.run(pointers, shapes)
                 self.last_seconds = perf_counter() - start
+                if self._rebuild is not None:
+                    flat = [results] if plan.single else list(results)
+                    return self._rebuild([self._from_numpy(r) for r in flat] if as_torch
+                                         else flat)
                 if not as_torch:
                     return results
                 if plan.single:
@@ -199,6 +217,8 @@ class CompiledModule:
             self._verify(eager_state, outputs)
         if as_torch:
             outputs = [_to_torch(o, spec) for o, spec in zip(outputs, specs, strict=True)]
+        if self._rebuild is not None:
+            return self._rebuild(outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _write_back(self, args: tuple[Any, ...], values: list[Any]) -> None:

@@ -70,6 +70,9 @@ class FrontCache:
                 return None
             weights[name] = array
         mutations = [Mutation(str(kind), str(target)) for kind, target in entry["mutations"]]
+        found, outputs = _outputs(entry)
+        if not found:
+            return None
         try:
             check_mutations(model, mutations, weights)
             compiled = self.target.from_cache(entry["mlir_key"], self.options, weights)
@@ -78,7 +81,7 @@ class FrontCache:
         if compiled is None:
             return None
         return ImportedProgram(None, weights, mutations, compiled=compiled,
-                               module_text=entry["mlir"])
+                               module_text=entry["mlir"], outputs=outputs)
 
     def reuse(self, module: Any, exported: Any) -> ImportedProgram | None:
         fingerprint = program_fingerprint(exported, self.func_name)
@@ -104,6 +107,9 @@ class FrontCache:
             if weights is None:
                 return None
             mutations = [Mutation(str(kind), str(target)) for kind, target in entry["mutations"]]
+            found, outputs = _outputs(entry)
+            if not found:
+                return None
             check_mutations(module, mutations, weights)
             compiled = self.target.from_cache(entry["mlir_key"], self.options, weights)
         except (AccelError, NotImplementedError, KeyError, TypeError, ValueError):
@@ -111,7 +117,8 @@ class FrontCache:
         if compiled is None:
             return None
         program = ImportedProgram(None, weights, mutations, compiled=compiled,
-                                  module_text=entry["mlir"], weight_sources=entry["weights"])
+                                  module_text=entry["mlir"], weight_sources=entry["weights"],
+                                  outputs=outputs)
         self._store_early(entry, program.weights)  # the next compile finds it before export
         return program
 
@@ -119,6 +126,9 @@ class FrontCache:
         """Record `program` (imported, compiled with the MLIR-level cache on) under `key`."""
         if self.key is None or program.weight_sources is None:
             return
+        outputs = program.outputs.to_json() if program.outputs is not None else None
+        if program.outputs is not None and outputs is None:
+            return  # a structure the entry cannot hold: a hit would return flat results
         mlir_key = self.target.cache_key(mlir_text, self.options)
         if mlir_key is None:
             return
@@ -127,6 +137,7 @@ class FrontCache:
             "weights": program.weight_sources,
             "mutations": [[m.kind, m.target] for m in program.mutations],
             "mlir": mlir_text,
+            "outputs": outputs,
         }
         cache.store_front(self.key, entry)
         self._store_early(entry, program.weights)
@@ -144,6 +155,19 @@ class FrontCache:
             if array is None or array.ctypes.data != weights[name].ctypes.data:
                 return
         cache.store_front(self.early_key, entry)
+
+
+def _outputs(entry: dict[str, Any]) -> tuple[bool, Any]:
+    """(usable, the output structure) of an entry; entries written before outputs were
+    recorded, or with a damaged structure, are not used."""
+    from accel.frontend.outputs import OutputStructure
+
+    if "outputs" not in entry:
+        return False, None
+    if entry["outputs"] is None:
+        return True, None
+    structure = OutputStructure.from_json(entry["outputs"])
+    return structure is not None, structure
 
 
 def _module_state(model: Any) -> dict[str, Any]:

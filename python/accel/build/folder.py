@@ -49,6 +49,8 @@ class Build:
     inputs: tuple[Any, ...] | None = None
     #: A training build: the `TrainStep` (its phases' executables, the state to save).
     train_step: Any = None
+    #: The model's output structure (accel.frontend.outputs), saved with the artifact.
+    outputs: Any = None
 
 
 def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
@@ -83,7 +85,7 @@ def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
     return Build(compiled.compiled, compiled.func_name, first,
                  None if compiled.module is None else str(compiled.module), rec,
                  time.perf_counter() - start, model_seconds,
-                 inputs=tuple(_to_numpy(x) for x in inputs))
+                 inputs=tuple(_to_numpy(x) for x in inputs), outputs=compiled.outputs)
 
 
 def compile_training(path: Path, s: Settings, progress: Progress) -> Build:
@@ -163,7 +165,7 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
         if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
             b.compiled.artifact_name = s.pef_name
         save_executable(out, b.compiled, entry=b.entry, options=s.options,
-                        model_mlir=b.model_mlir)
+                        model_mlir=b.model_mlir, outputs=b.outputs)
     ir_dir = out / IR_FOLDER
     written: list[tuple[Any, str | None]] = []
     try:

@@ -46,6 +46,19 @@ def _fmod_scalar(x: Any, other: Any) -> Any:
     return torch.ops.aten.fmod.Tensor(x.to(dtype), divisor)
 
 
+def _contiguous_attention(decomposition: Any) -> Any:
+    """The flash-attention-for-CPU decomposition with its output contiguous, as the real
+    op's is: the decomposition returns it in the (B, S, H, D) layout, so a model's later
+    `.view` (HF GPT-2's sdpa path, batch > 1) failed with "Cannot view a tensor with shape
+    ... and strides ..." while exporting."""
+
+    def fixed(*args: Any, **kwargs: Any) -> Any:
+        out = decomposition(*args, **kwargs)
+        return (out[0].contiguous(), *out[1:])
+
+    return fixed
+
+
 def _copysign(a: Any, b: Any) -> Any:
     """|a| with the sign of b, -0.0 included (torch's decomposition needs prims.signbit)."""
     import torch
@@ -570,6 +583,9 @@ def decompositions() -> dict[Any, Any]:
     table[aten.hypot.default] = _hypot
     table[aten.copysign.Tensor] = _copysign
     table[aten.fmod.Scalar] = _fmod_scalar
+    flash = aten._scaled_dot_product_flash_attention_for_cpu.default
+    if flash in table:
+        table[flash] = _contiguous_attention(table[flash])
     table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     table[aten.convolution_backward.default] = _convolution_backward
     fixes: dict[Any, Any] = {}

@@ -52,6 +52,8 @@ class ImportedProgram:
     #: with `module` None and `module_text` the imported MLIR's text.
     compiled: Any = None
     module_text: str | None = None
+    #: What `forward` returns around the flat results (accel.frontend.outputs), or None.
+    outputs: Any = None
 
 
 def state_tensors(exported: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import numpy as np
 from accel import phases
 from accel.diagnostics import AccelError
 from accel.frontend.decompositions import decompositions
+from accel.frontend.outputs import describe as describe_outputs
 from accel.frontend.program import (
     ImportedProgram,
     Mutation,
@@ -166,6 +167,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                 # Decomposing also functionalises: in-place updates become extra outputs.
                 exported = exported.run_decompositions(decompositions())
                 mutations = _mutations(exported)
+                structure = describe_outputs(exported)
                 if provenance:
                     annotate_provenance(exported.graph, module)
                 mutated = frozenset(module.get_buffer(m.target).data_ptr() for m in mutations
@@ -205,12 +207,13 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     with imported.context:
         mark_unsigned(imported, func_name, unsigned)
     if not external_weights:
-        return ImportedProgram(imported, mutations=mutations)
+        return ImportedProgram(imported, mutations=mutations, outputs=structure)
     with imported.context:
         used = externalize(imported, weights)
     _check_mutated_buffers_shared(module, mutations, used, name)
     return ImportedProgram(imported, used, mutations,
-                           weight_sources=_weight_sources(exported, used, literals))
+                           weight_sources=_weight_sources(exported, used, literals),
+                           outputs=structure)
 
 
 _GENERATED = re.compile(r"<eval_with_key>\.\d+")
