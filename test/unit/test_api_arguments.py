@@ -145,6 +145,26 @@ def test_example_inputs_of_the_wrong_shape_are_one_line() -> None:
     assert "reduction dim" in text and "\n" not in text and "hint" not in text
 
 
+def test_a_failure_after_export_does_not_blame_the_inputs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decomposition that fails on a model that exported fine (HF GPT-2's sdpa path did,
+    with a shape error) is accel's gap, not 'does not accept its example inputs'."""
+    import accel.frontend.torch_import as torch_import
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise ValueError("Cannot view a tensor with shape [2, 8, 16]")
+
+    def table() -> dict[object, object]:
+        return {torch.ops.aten.add.Tensor: broken}
+
+    monkeypatch.setattr(torch_import, "decompositions", table)
+    with pytest.raises(AccelError) as err:
+        accel.compile(lambda x: x + 1, (torch.ones(2),), options={"cache": False})
+    text = str(err.value)
+    assert "failed after torch.export: ValueError: Cannot view a tensor" in text, text
+    assert "does not accept" not in text and "\n" not in text
+
+
 def test_a_too_deep_model_says_so() -> None:
     model: torch.nn.Module = torch.nn.ReLU()
     for _ in range(3000):

@@ -152,6 +152,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
 
     torch_fx, output_type = torch_importer()
     weights: dict[str, np.ndarray] = {}
+    exported = None  # set once torch.export succeeded: later failures are not the model's
     try:
         # torch.export (tracing, fake tensors, the FX importer's context) is not thread-safe:
         # concurrent compiles from threads take turns here, and all succeed.
@@ -187,6 +188,11 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
         raise MemoryError(f"torch.export of {name} ran out of memory"
                           f"{': ' + str(err) if str(err) else ''}") from None
     except Exception as err:  # noqa: BLE001 - torch.export raises many unrelated types
+        if exported is not None:  # the model traced: decomposing or importing it failed
+            raise AccelError(f"lowering {name} failed after torch.export: "
+                             f"{type(err).__name__}: {_first_line(err)} (the model exported "
+                             "fine: a gap in accel's or torch-mlir's decompositions or "
+                             "importer; please report it)") from err
         raise _export_error(name, err, model, example_inputs) from err
     if reused is not None:
         return reused
