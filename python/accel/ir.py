@@ -11,6 +11,7 @@ import functools
 from typing import Any
 
 from torch_mlir import ir, rewrite
+from torch_mlir._mlir_libs._mlir import globals as _mlir_globals
 from torch_mlir.dialects import (
     affine,
     arith,
@@ -46,6 +47,13 @@ from torch_mlir.ir import (
 from torch_mlir.passmanager import ExternalPass, PassManager
 
 from accel.versions import PROVIDER, provider_version
+
+# The bindings import a dialect's Python module (`<prefix>.<namespace>`) the first time they
+# wrap one of its ops, and retry on every op when none is found: each `rdu.*` op touched
+# cost a failed import (200 000 of them, ~20 s, in a -o0 train step of a tiny GPT-2).
+# accel's own dialects (`accel.dialects.rdu`, ...) are found here instead, once.
+if "accel.dialects" not in _mlir_globals.dialect_search_modules:
+    _mlir_globals.append_dialect_search_prefix("accel.dialects")
 
 
 def translate_to_llvmir(module: Module) -> str:
