@@ -169,13 +169,10 @@ def test_tiny_gpt2_language_model_loss() -> None:
     dropout off; transformers' loss graph-breaks, so dynamo captures two graphs. At
     opt_level=0, which compiles in half the time of 1 (fusion is covered by the MLP/CNN
     tests)."""
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(3)
-    config = transformers.GPT2Config(
-        n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=32, bos_token_id=127,
-        eos_token_id=127, attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0,
-        attn_pdrop=0.0)
-    model = transformers.GPT2LMHeadModel(config).train()
+    pytest.importorskip("transformers")
+    from training_models import tiny_gpt2
+
+    model = tiny_gpt2(3, layers=2, width=64, vocab=128, positions=32)
     reference = copy.deepcopy(model)
     ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
     before, start = dict(accel.dynamo.stats), len(accel.dynamo.graphs)

@@ -1,5 +1,5 @@
 """Models, losses and optimizers shared by the compiled-training tests (test_training.py,
-test_data_parallel.py) and benchmarks/training.py."""
+test_data_parallel.py, test_dynamo_training.py, test_rdu_training.py)."""
 
 from __future__ import annotations
 
@@ -54,14 +54,15 @@ def language_model(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
 GPT2_VOCAB, GPT2_SEQ = 64, 8
 
 
-def tiny_gpt2(seed: int = 3, *, layers: int = 2, width: int = 32) -> torch.nn.Module:
+def tiny_gpt2(seed: int = 3, *, layers: int = 2, width: int = 32, vocab: int = GPT2_VOCAB,
+              positions: int = 16) -> torch.nn.Module:
     """A tiny GPT-2 LM (random weights, no hub; dropout 0: compiled training has no RNG)."""
     import transformers
 
     torch.manual_seed(seed)
     config = transformers.GPT2Config(
-        n_layer=layers, n_head=2, n_embd=width, vocab_size=GPT2_VOCAB, n_positions=16,
-        bos_token_id=GPT2_VOCAB - 1, eos_token_id=GPT2_VOCAB - 1,
+        n_layer=layers, n_head=2, n_embd=width, vocab_size=vocab, n_positions=positions,
+        bos_token_id=vocab - 1, eos_token_id=vocab - 1,
         attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     return transformers.GPT2LMHeadModel(config).train()
 

@@ -82,11 +82,8 @@ def step_sections(step: Any) -> dict[str, Any]:
     world, assumed = _world(settings)
     ordered: list[tuple[str, Section]] = []
     hypers: list[dict[str, Any]] = []
-    limits: dict[str, dict[str, int]] = {}
     for graph, program in programs.items():
-        for s in program.sections:
-            ordered.append((graph, s))
-            limits.setdefault(s.phase, {"pcu": 0, "pmu": 0})
+        ordered += [(graph, s) for s in program.sections]
         for name, members in program.hypersections.items():
             hypers.append({"name": f"{graph}.{name}", "instances": len(members),
                            "members": [f"{graph}.{m}" for m in members]})
@@ -98,9 +95,9 @@ def step_sections(step: Any) -> dict[str, Any]:
     from accel.dialects.rdu_arch import resource_limit
 
     factors = first.limits.get("scaling_factors")
-    for phase in {s.phase for s in sections}:
-        limits[phase] = {"pcu": resource_limit(first.arch, "pcus", phase, factors),
-                         "pmu": resource_limit(first.arch, "pmus", phase, factors)}
+    limits = {phase: {"pcu": resource_limit(first.arch, "pcus", phase, factors),
+                      "pmu": resource_limit(first.arch, "pmus", phase, factors)}
+              for phase in dict.fromkeys(s.phase for s in sections)}  # in run order
     per_step = sum((s.est_us + s.transfer_us) * (micro if s.phase in ("forward", "backward")
                                                  else 1) for s in sections)
     arch_limits = {k: v for k, v in first.limits.items()
