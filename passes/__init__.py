@@ -15,6 +15,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     guard_division,
     loop_interchange,
     matmul_microkernel,
+    matmul_precision,
     mncore_plan_layouts,
     mncore_strip_layouts,
     nvgpu_copy_to_linalg,

@@ -183,12 +183,13 @@ _TABLE: tuple[Option, ...] = (
            choices=FROM_TARGET),
     Option("strict_target", (bool,), False, "Fail instead of falling back to the host for "
            "ops the target cannot run (the cpu target runs every op it compiles)."),
-    Option("mm_conv_precision_mode", (str,), "default", "Precision of matmul/conv "
-           "arithmetic; 'default' keeps the model's dtypes.", affects_code=True,
+    Option("mm_conv_precision_mode", (str,), "default", "Precision of the multiplies and "
+           "adds of matmuls and convolutions: operands_accumulator (mixed_fp16_fp32: f16 "
+           "operands, f32 sums; tf32: f32 rounded to TensorFloat-32; fp16: f16 both; int "
+           "modes for integer ops); 'default' keeps the model's dtypes (PolyBlocks "
+           "defaults to mixed on GPUs); docs/precision.md.", affects_code=True,
            choices=("default", "fp32", "tf32", "fp16", "bf16", "mixed_fp16_fp32",
-                    "mixed_bf16_fp32", "int32", "mixed_int8_int32"),
-           unsupported=("fp32", "tf32", "fp16", "bf16", "mixed_fp16_fp32", "mixed_bf16_fp32",
-                        "int32", "mixed_int8_int32")),
+                    "mixed_bf16_fp32", "int32", "mixed_int8_int32")),
     Option("float_dtype", (str, _NONE), None, "Convert float computation to this dtype; "
            "None keeps the model's dtypes.", affects_code=True,
            choices=(None, "mixed", "half", "float", "double")),

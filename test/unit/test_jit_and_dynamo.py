@@ -82,8 +82,8 @@ def test_jit_bare_decorator_and_non_tensor_args() -> None:
 @pytest.mark.parametrize(("options", "error", "message"), [
     ({"opt_lvl": 2}, ValueError, r"unknown option 'opt_lvl'"),
     ({"opt_level": "3"}, ValueError, r"option 'opt_level' must be an int from 0 to 3"),
-    ({"mm_conv_precision_mode": "tf32"}, NotImplementedError,
-     r"option 'mm_conv_precision_mode' is not supported yet"),
+    ({"mm_conv_precision_mode": "tf64"}, ValueError,
+     r"option 'mm_conv_precision_mode' must be one of default, fp32, tf32"),
 ])
 def test_jit_bad_options_fail_at_decoration(options, error, message) -> None:
     with pytest.raises(error, match=message):

@@ -162,12 +162,12 @@ def test_bad_option_values(key, value, message) -> None:
         accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("float_dtype", "half"), ("mm_conv_precision_mode", "tf32"),
+@pytest.mark.parametrize(("key", "value", "target"), [
+    ("float_dtype", "half", "cpu"), ("mm_conv_precision_mode", "tf32", "mncore"),
 ])
-def test_options_not_supported_yet(key, value) -> None:
+def test_options_not_supported_yet(key, value, target) -> None:
     with pytest.raises(NotImplementedError, match=rf"option '{key}' is not supported yet"):
-        accel.compile(MLP(), (torch.randn(1, 64),), options={key: value})
+        accel.compile(MLP(), (torch.randn(1, 64),), options={key: value, "target": target})
 
 
 @pytest.mark.parametrize("target", ["future"])

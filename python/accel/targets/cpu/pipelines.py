@@ -49,6 +49,18 @@ FUSE_ON_TENSORS: list[tuple[str, str]] = [
     ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
 ]
 
+#: First at every opt_level when `mm_conv_precision_mode` is not "default": the mode's
+#: casts around each matmul/convolution are semantics, not an optimisation, and must be in
+#: place before reduce-reduce fusion or the GEMM kernels rewrite the matmuls.
+PRECISION = "accel-matmul-precision"
+
+
+def precision_passes(opts: Mapping[str, Any]) -> list[str]:
+    """The precision pass for `mm_conv_precision_mode`, or nothing for "default"."""
+    mode = opts.get("mm_conv_precision_mode", "default")
+    return [] if mode == "default" else [f"{PRECISION}{{mode={mode}}}"]
+
+
 #: Goes before AFFINE_FUSION at opt_level >= 1: large static f32 matmuls become calls to
 #: packed, register-tiled vector GEMM kernels (docs/cpu-codegen.md) before linalg turns
 #: into affine loops; the deallocation pipeline then frees the packing buffers.
@@ -142,10 +154,11 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     """(tensor-level fusion, BUFFERIZE, lowering to LLVM) for resolved `compile_mlir` options."""
     from accel.passes import lookup_pass
 
+    precision = precision_passes(opts)
     if opts["opt_level"] == 0:
-        return [], BUFFERIZE, LOWER_TO_LLVM
-    fuse = [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
-            and (p.startswith("func.func(") or lookup_pass(p) is not None)]
+        return precision, BUFFERIZE, LOWER_TO_LLVM
+    fuse = precision + [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
+                        and (p.startswith("func.func(") or lookup_pass(p) is not None)]
     if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
         fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
                 else p for p in fuse]

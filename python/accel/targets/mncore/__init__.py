@@ -45,6 +45,12 @@ class MncoreTarget(Target):
 
         if options.get("aot"):
             raise NotSupportedYet("target 'mncore' has no AOT libraries yet")
+        if options.get("mm_conv_precision_mode", "default") != "default":
+            # MN-Core's precision is float_dtype's (the layer compiler's, per tensor).
+            raise NotSupportedYet(f"option 'mm_conv_precision_mode' is not supported yet with "
+                                  f"value {options['mm_conv_precision_mode']!r} on target "
+                                  "mncore (supported: the default, 'default'; use "
+                                  "float_dtype)")
         # A bad option_json, env or spec file fails here, before the model is imported.
         from accel.targets.mncore.layouts import load_specs
 

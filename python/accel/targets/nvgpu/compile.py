@@ -223,6 +223,7 @@ def _host_fallback(text: str, opts: Mapping[str, Any], weights: Mapping[str, np.
         raise AccelError(f"target nvgpu (strict_target): {reason}; cannot run on the GPU")
     log.warning("accel nvgpu: running on the host CPU instead of the GPU: %s", reason)
     cpu_opts = {"opt_level": opts["opt_level"], "cache": opts["cache"],
+                "mm_conv_precision_mode": opts.get("mm_conv_precision_mode", "default"),
                 "filename": opts.get("filename", "<input>")}
     host = compile_mlir(text, cpu_opts, weights=weights)
     return GpuExecutable(dict(host.functions), {}, {}, toolkit.resolve_arch(opts["device"]),

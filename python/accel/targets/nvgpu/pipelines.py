@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from accel.targets.cpu.pipelines import ONE_SHOT
+from accel.targets.cpu.pipelines import ONE_SHOT, precision_passes
 
 #: Tensor-level fusion at opt_level >= 1, as (the option that switches it off, pass).
 FUSE: list[tuple[str | None, str]] = [
@@ -31,10 +31,13 @@ BUFFERIZE: list[str] = list(ONE_SHOT)
 LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
 
 
-#: Before `to_gpu` unless `disable_tensor_core`: linalg.matmul/batch_matmul of f16 (M, N, K
-#: multiples of 16) -> calls of private functions holding a WMMA gpu.launch with f32
-#: accumulation and the rounding loop.
+#: Before `to_gpu` unless `disable_tensor_core`: linalg.matmul/batch_matmul of f16 or int8
+#: (M, N, K multiples of 16; f32 with mm_conv_precision_mode=tf32, K a multiple of 8) ->
+#: calls of private functions holding a WMMA gpu.launch (f16 sums: only with mode fp16).
 TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
+#: The tensor-core pass's options for a precision mode: tf32 tensor cores for the f32
+#: matmuls of mode tf32 (their operands were rounded to tf32 on tensors), f16 sums for fp16.
+TENSOR_CORE_MODES = {"tf32": "{tf32=true}", "fp16": "{f16-accumulate=true}"}
 #: Before `to_gpu` at opt_level >= 1: f32 matmuls (M, N multiples of 4) -> calls of private
 #: functions whose threads each keep a 4x4 output tile in registers (4x less traffic).
 REGISTER_TILES = "accel-nvgpu-register-tile-matmul"
@@ -91,9 +94,12 @@ def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
               ) -> tuple[list[str], list[str], list[str], list[str]]:
     """(fuse, bufferize, to-gpu, kernel-to-nvvm) for resolved nvgpu options;
     `tensor_cores=False` leaves matmuls to the loop path whatever the options say."""
-    fuse = [p for flag, p in FUSE if flag is None or not opts[flag]] \
-        if opts["opt_level"] >= 1 else []
-    kernels = [TENSOR_CORES] if tensor_cores and not opts["disable_tensor_core"] else []
+    # The precision mode's casts (accel-matmul-precision) come first, at every opt_level.
+    fuse = precision_passes(opts) + ([p for flag, p in FUSE if flag is None or not opts[flag]]
+                                     if opts["opt_level"] >= 1 else [])
+    mode = TENSOR_CORE_MODES.get(opts.get("mm_conv_precision_mode", "default"), "")
+    kernels = [TENSOR_CORES + mode] if tensor_cores and not opts["disable_tensor_core"] \
+        else []
     kernels += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
     kernels += [INLINE] if kernels else []
     return fuse, BUFFERIZE, kernels + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
