@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from accel.diagnostics import AccelError
+from accel.options import resolve
 from accel.targets import get as get_target
 from accel.targets.nvgpu import toolkit
 from accel.targets.nvgpu.compile import verify_ptx
@@ -186,7 +187,7 @@ def test_nvgpu_kernels_on_host_follow_the_mode(imported, model, mode: str) -> No
     from accel.targets.nvgpu.emulate import emulate_kernels
 
     text, weights = imported
-    opts = accel.options.resolve({**CROSS, "mm_conv_precision_mode": mode,
+    opts = resolve({**CROSS, "mm_conv_precision_mode": mode,
                                   "threads_per_block": 32})
     run = emulate_kernels(text, opts, weights=weights)["main"]
     check_mode(run(*(t.numpy() for t in _inputs())), model, _inputs(), mode)
@@ -204,7 +205,7 @@ WMMA = {
 @pytest.mark.parametrize("mode", [*WMMA, "mixed_bf16_fp32", "fp32"])
 def test_nvgpu_modes_pick_tensor_cores_ptxas_accepts(imported, mode: str) -> None:
     text, weights = imported
-    exe = get_target("nvgpu").compile(text, accel.options.resolve(
+    exe = get_target("nvgpu").compile(text, resolve(
         {**CROSS, "mm_conv_precision_mode": mode}), weights=weights)
     assert exe.host is None, exe.host_reason
     ptx = "".join(k.ptx for k in exe.kernels.values())
@@ -213,6 +214,36 @@ def test_nvgpu_modes_pick_tensor_cores_ptxas_accepts(imported, mode: str) -> Non
     else:  # bf16 has no WMMA type in this MLIR; fp32 stays on the FMA units
         assert "mma" not in ptx
     verify_ptx(exe)
+
+
+def test_nvgpu_int8_wmma_kernel_on_host() -> None:
+    """The s8 -> s32 WMMA kernel (tile loops on the host) wraps exactly like torch."""
+    from accel.frontend.torch_import import import_program
+    from accel.targets.nvgpu.emulate import emulate_kernels
+
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randint(-300, 300, (32, 48), generator=g), torch.randint(-300, 300, (48, 16),
+                                                                          generator=g)
+    program = import_program(IntMatmul(), (a, b), func_name="main")
+    opts = resolve({**CROSS, "mm_conv_precision_mode": "mixed_int8_int32"})
+    run = emulate_kernels(program.module.operation.get_asm(), opts)["main"]
+    want = (a.to(torch.int8).long() @ b.to(torch.int8).long()).to(torch.int32).long()
+    assert np.array_equal(run(a.numpy(), b.numpy()), want.numpy())
+
+
+def test_wmma_emulation_refuses_what_it_cannot_mean() -> None:
+    from accel.targets.nvgpu import emulate_wmma
+
+    strided = ('%0 = gpu.subgroup_mma_load_matrix %arg0[%c0, %c0] {leadDimension = 32 : index}'
+               ' : memref<16x16xf16> -> !gpu.mma_matrix<16x16xf16, "AOp">')
+    with pytest.raises(AccelError, match=r"the tile must be rows of the memref's last"):
+        emulate_wmma.translate(strided, 0)
+    with pytest.raises(AccelError, match=r"no host form for %1 = gpu.subgroup_mma_elementwise"):
+        emulate_wmma.translate('%1 = gpu.subgroup_mma_elementwise addf %0, %0 : (!gpu.'
+                               'mma_matrix<16x16xf16, "COp">) -> !gpu.mma_matrix<16x16xf16,'
+                               ' "COp">', 1)
+    with pytest.raises(AccelError, match=r"mixes warp-level WMMA ops with per-thread"):
+        emulate_wmma.check_collective("k", [strided, "memref.store %x, %y[%c0] : memref<4xf32>"])
 
 
 @needs_ptxas

@@ -1,11 +1,13 @@
 """Running a compiled model's actual kernels and kernel sequence on the host CPU.
 
 `emulate_kernels(text, options, weights)` compiles `text` as the nvgpu target does up to
-the outlined kernels (tensor cores off: WMMA has no host form), then:
+the outlined kernels, then:
 
 - each `gpu.func` becomes a `func.func` whose block and thread ids and dims are arguments
   and whose memref parameters are flat buffers re-typed by `memref.reinterpret_cast`,
   exactly what a bare device pointer means to the kernel (base pointer, static layout);
+- WMMA (tensor-core) ops become loops over whole tiles (`emulate_wmma`): lane 0 of each
+  warp runs the warp's collective work;
 - a `<kernel>__grid` wrapper runs it for every block and thread of a launch, in order;
 - the cpu target compiles those, and the returned function interprets the `Program`
   (buffers, launches with their argument order and sizes, copies, results) on numpy
@@ -13,9 +15,9 @@ the outlined kernels (tensor cores off: WMMA has no host form), then:
 
 So the outlining, the argument order read from `gpu.launch_func`, the launch sizes, the
 views and the program reader are all checked against eager without a GPU; only the NVVM
-lowering and PTX (upstream, and ptxas-checked) are not. Threads run one after another, so
-this is for small shapes (tests), and kernels that need threads to cooperate (barriers,
-warp-level ops) are not emulated.
+lowering and PTX (upstream, and ptxas-checked) are not, nor the fragment layouts of the
+hardware. Threads run one after another, so this is for small shapes (tests), and kernels
+whose threads cooperate through memory (barriers, shuffles) are not emulated.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from accel.runtime.dtypes import DTYPES
 from accel.safe_parse import parse_module
 from accel.targets.cpu import signatures as abi
 from accel.targets.cpu.pipelines import pipeline_text
-from accel.targets.nvgpu import pipelines
+from accel.targets.nvgpu import emulate_wmma, pipelines
 from accel.targets.nvgpu.program import Program
 
 #: The id and dim ops of a kernel, in the order the host function passes them.
@@ -48,8 +50,9 @@ def _flat_type(t: ir.MemRefType) -> tuple[str, int]:
     return f"memref<{max(extent, 1)}x{t.element_type}>", max(extent, 1)
 
 
-def _host_kernel(name: str, func: Operation) -> tuple[str, list[str]]:
-    """The `func.func` text of one `gpu.func` and its parameter types (flat for memrefs)."""
+def _host_kernel(name: str, func: Operation) -> tuple[str, list[str], bool]:
+    """The `func.func` text of one `gpu.func`, its parameter types (flat for memrefs) and
+    whether it is warp-level (WMMA: run by lane 0 of each warp, `emulate_wmma`)."""
     printed = str(func).splitlines()
     header, body = printed[0], printed[1:-1]
     names = re.findall(r"(%[\w$.-]+): ", header.split(") kernel")[0])
@@ -68,14 +71,19 @@ def _host_kernel(name: str, func: Operation) -> tuple[str, list[str]]:
             casts.append(f"  {arg_name} = arith.addi %__p{i}, %__c0 : {arg.type}"
                          if str(arg.type) == "index" else f"  // {arg_name}")
     lines, found = [], set()
-    for line in body:
+    collective = any(emulate_wmma.is_wmma(line) for line in body)
+    if collective:
+        emulate_wmma.check_collective(name, body)
+    for number, line in enumerate(body):
         match = _ID_LINE.match(line)
         if match:
             index = _IDS.index((match.group(2), match.group(3)))
             lines.append(f"  {match.group(1)} = arith.addi %__id{index}, %__c0 : index")
             found.add(index)
+        elif (wmma := emulate_wmma.translate(line, number)) is not None:
+            lines += wmma
         else:
-            lines.append(line.replace("gpu.return", "return"))
+            lines.append(emulate_wmma.fragment_types(line).replace("gpu.return", "return"))
     if any("gpu." in ln for ln in lines):
         raise AccelError(f"emulation: kernel {name} uses GPU ops with no host form")
     scalar_args = [f"%__p{i}: {t}" for i, t in enumerate(params)]
@@ -85,19 +93,23 @@ def _host_kernel(name: str, func: Operation) -> tuple[str, list[str]]:
                     else f"{names[i]}: {params[i]}" for i, a in enumerate(scalar_args))
     text = "\n".join([f"func.func private @{name}({sig}, {', '.join(ids)}) {{",
                       "  %__c0 = arith.constant 0 : index", *casts, *lines, "}"])
-    return text, params
+    return text, params, collective
 
 
-def _grid_wrapper(name: str, params: list[str]) -> str:
-    """`<name>__grid(params..., grid xyz, block xyz)`: every block and thread in order."""
+def _grid_wrapper(name: str, params: list[str], collective: bool = False) -> str:
+    """`<name>__grid(params..., grid xyz, block xyz)`: every block and thread in order
+    (`collective`: warp-level kernels, lane 0 of each warp only)."""
     args = [f"%p{i}: {t}" for i, t in enumerate(params)]
     sizes = ["%gx", "%gy", "%gz", "%sx", "%sy", "%sz"]
     loops = ["%bz", "%by", "%bx", "%tz", "%ty", "%tx"]
     bounds = ["%gz", "%gy", "%gx", "%sz", "%sy", "%sx"]
     lines = [f"func.func @{name}__grid({', '.join(args + [s + ': index' for s in sizes])}) {{",
              "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    if collective:
+        lines.append("  %c32 = arith.constant 32 : index")
     for depth, (iv, bound) in enumerate(zip(loops, bounds, strict=True)):
-        lines.append("  " * (depth + 1) + f"scf.for {iv} = %c0 to {bound} step %c1 {{")
+        step = "%c32" if collective and iv == "%tx" else "%c1"
+        lines.append("  " * (depth + 1) + f"scf.for {iv} = %c0 to {bound} step {step} {{")
     ids = "%bx, %by, %bz, %tx, %ty, %tz, %gx, %gy, %gz, %sx, %sy, %sz"
     call_args = ", ".join([f"%p{i}" for i in range(len(params))] + [ids])
     call_types = ", ".join(params + ["index"] * len(_IDS))
@@ -122,7 +134,7 @@ def emulate_kernels(text: str, opts: Mapping[str, Any], *,
         load_torch_dialects(ctx)
         module = parse_module(text, opts.get("filename", "<input>"))
         abi.mark_tensor_args_read_only(module)
-        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts)
         for passes in (fuse, bufferize, to_gpu):
             if passes:
                 run_pipeline(module, pipeline_text(passes), label="nvgpu-emulate")
@@ -137,8 +149,8 @@ def emulate_kernels(text: str, opts: Mapping[str, Any], *,
                     continue
                 entry = str(fn.attributes["sym_name"]).strip('"')
                 name = f"{mod_name}__{entry}"
-                body, params = _host_kernel(name, fn.operation)
-                funcs += [body, _grid_wrapper(name, params)]
+                body, params, collective = _host_kernel(name, fn.operation)
+                funcs += [body, _grid_wrapper(name, params, collective)]
                 kernel_params[f"{mod_name}.{entry}"] = (name, params)
     host = compile_mlir("module {\n" + "\n".join(funcs) + "\n}",
                         {"opt_level": 1, "cache": False})
