@@ -4,7 +4,8 @@
 
 Every framework runs in this process on the same CUDA tensors, timed with CUDA events
 (warm-up, then the median of `--iters` runs); the table gives each time and accel's ratio
-of speed to each peer (> 1: accel faster). TF32 is off (fp32 means fp32). accel runs
+of speed to each peer (> 1: accel faster). TF32 is off (fp32 means fp32) except in the
+tf32 workload, where accel runs mm_conv_precision_mode=tf32 and torch allow_tf32. accel runs
 through `run_torch` (CUDA tensors in place, no copies). A workload that fails records its
 error and the run goes on. Needs an NVIDIA GPU, torch with CUDA and cuda-bindings; none of
 its figures have been measured yet (docs/nvgpu.md).
@@ -17,6 +18,7 @@ import json
 import statistics
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -55,9 +57,19 @@ def _workloads() -> dict[str, tuple[Callable[..., Any], Callable[[], tuple[Any, 
 
         return GPT2Model(GPT2Config()).to(dev, f16).eval()
 
+    def conv(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, padding=1)
+
     return {
         "matmul_fp32_4096": (torch.mm, lambda: tuple(torch.randn(4096, 4096, device=dev)
                                                      for _ in range(2))),
+        # mm_conv_precision_mode=tf32 against torch with allow_tf32 (both round to tf32).
+        "matmul_tf32_4096": (torch.mm, lambda: tuple(torch.randn(4096, 4096, device=dev)
+                                                     for _ in range(2))),
+        # A ResNet-style 3x3 conv, 64 -> 64 channels on 56x56, batch 32 (im2col + WMMA).
+        "conv3x3_fp16_32x64x56x56": (conv, lambda: (
+            torch.randn(32, 64, 56, 56, device=dev, dtype=f16),
+            torch.randn(64, 64, 3, 3, device=dev, dtype=f16))),
         "matmul_fp16_4096": (torch.mm, lambda: tuple(torch.randn(4096, 4096, device=dev,
                                                                  dtype=f16)
                                                      for _ in range(2))),
@@ -89,6 +101,10 @@ def _measure(name: str, make: Callable[..., Any], inputs_of: Callable[[], tuple[
     import torch
 
     row: dict[str, Any] = {}
+    tf32 = "tf32" in name
+    torch.backends.cuda.matmul.allow_tf32 = tf32  # the peers round to tf32 only there
+    options = {"target": "nvgpu", "cache": False,
+               "mm_conv_precision_mode": "tf32" if tf32 else "default"}
     fn = make() if name.startswith("gpt2") else make
     model = fn if isinstance(fn, torch.nn.Module) else _Module(fn)
     inputs = inputs_of()
@@ -97,8 +113,7 @@ def _measure(name: str, make: Callable[..., Any], inputs_of: Callable[[], tuple[
         compiled = torch.compile(model)
         row["torch_compile_ms"] = _time(lambda: compiled(*inputs), iters)
         cpu_inputs = tuple(x.cpu() for x in inputs)
-        fast = accel.compile(model.cpu(), cpu_inputs,
-                             options={"target": "nvgpu", "cache": False})
+        fast = accel.compile(model.cpu(), cpu_inputs, options=options)
         model.to("cuda")
         function = fast.compiled["main"]
         row["accel_ms"] = _time(lambda: function.run_torch(*inputs), iters)
@@ -151,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(table(results))
     if args.json:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from run import host_info  # the CPU side of the machine, as every benchmark records
+
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "results": results}, f,
-                      indent=2)
+            json.dump({"device": torch.cuda.get_device_name(), "host": host_info(),
+                       "results": results}, f, indent=2)
     return 0
 
 

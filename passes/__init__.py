@@ -18,6 +18,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     matmul_precision,
     mncore_plan_layouts,
     mncore_strip_layouts,
+    nvgpu_conv_to_matmul,
     nvgpu_copy_to_linalg,
     nvgpu_map_loops,
     nvgpu_register_tile_matmul,

@@ -401,6 +401,21 @@ def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
     return found
 
 
+def replace_with_function_body(op: Operation, helper: Module) -> None:
+    """Replace single-result `op` by the body of `helper`'s first function, whose arguments
+    stand for op's operands and whose returned value for its result (a textual rewrite's
+    inlining: no call, so other functions of the module are left as they are)."""
+    func = helper.body.operations[0]
+    block = func.regions[0].blocks[0]
+    for arg, value in zip(block.arguments, op.operands, strict=True):
+        arg.replace_all_uses_with(value)
+    body = list(block.operations)
+    for inner in body[:-1]:
+        inner.operation.move_before(op)
+    op.results[0].replace_all_uses_with(body[-1].operands[0])
+    op.erase()
+
+
 def is_inside(op: Operation | OpView, ancestor: Operation | OpView) -> bool:
     """`op` is `ancestor` or nested in one of its regions."""
     current: Operation | None = op.operation

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from accel.ir import Module, Operation, ir
-from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.base import ModulePass, ops_named, register_pass, replace_with_function_body
 
 Mode = Literal["fp32", "tf32", "fp16", "bf16", "mixed_fp16_fp32", "mixed_bf16_fp32", "int32",
                "mixed_int8_int32"]
@@ -193,17 +193,5 @@ class MatmulPrecision(ModulePass):
         args = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(types))
         text = "\n".join([f"func.func private @h({args}) -> {types[2]} {{", *lines,
                           f"return {result} : {types[2]}", "}"])
-        _inline(op, Module.parse(text))
+        replace_with_function_body(op, Module.parse(text))
 
-
-def _inline(op: Operation, helper: Module) -> None:
-    """Replace `op` by the body of `helper`'s one function (its arguments = op's operands)."""
-    func = helper.body.operations[0]
-    block = func.regions[0].blocks[0]
-    for arg, value in zip(block.arguments, op.operands, strict=True):
-        arg.replace_all_uses_with(value)
-    body = list(block.operations)
-    for inner in body[:-1]:
-        inner.operation.move_before(op)
-    op.results[0].replace_all_uses_with(body[-1].operands[0])
-    op.erase()

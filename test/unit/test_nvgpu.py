@@ -37,6 +37,17 @@ class CNN(torch.nn.Module):
         return torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2).flatten(1)
 
 
+class ConvHalf(torch.nn.Module):
+    """An f16 conv of tensor-core sizes (F = 32, OH*OW = 64, C*KH*KW = 144) + ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 32, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
 class Block(torch.nn.Module):
     """A GPT-2-style block: LayerNorm, causal attention, GELU MLP, residuals."""
 
@@ -93,6 +104,7 @@ def _zoo() -> dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
         "matmul-fp32": (Fn(torch.matmul), (torch.randn(12, 20), torch.randn(20, 8))),
         "bmm-fp16": (Fn(torch.bmm), (torch.randn(2, 16, 32, dtype=h),
                                      torch.randn(2, 32, 16, dtype=h))),
+        "conv-fp16": (ConvHalf().to(h), (torch.randn(2, 16, 8, 8, dtype=h),)),
     }
 
 
@@ -142,9 +154,10 @@ def test_sm80_and_sm90a(imported) -> None:
 
 #: Models whose kernels run on the host in the tests (one per kernel shape; the GPT-2
 #: block's 46 kernels take ~10 s, so it runs through the cheaper loop-level emulation).
-#: matmul-fp16 and bmm-fp16 run their WMMA kernels (tile loops, lane 0 of each warp).
+#: matmul-fp16, bmm-fp16 and conv-fp16 (im2col) run their WMMA kernels (tile loops,
+#: lane 0 of each warp).
 EMULATED = ("mlp", "cnn", "reductions", "attention-fp16", "gelu-bf16", "matmul-fp32",
-            "bmm-fp16", "matmul-fp16", "layernorm", "chunk")
+            "bmm-fp16", "matmul-fp16", "conv-fp16", "layernorm", "chunk")
 
 
 def _check_against_eager(name: str, got: object) -> None:
@@ -197,9 +210,9 @@ def test_math_links_libdevice(compiled) -> None:
 
 @needs_ptxas
 def test_fp16_matmuls_use_tensor_cores(compiled, imported) -> None:
-    """f16 matmuls with 16-multiple sizes: WMMA m16n16k16 with f32 accumulation; with
-    disable_tensor_core no mma instruction at all."""
-    for name in ("matmul-fp16", "bmm-fp16"):
+    """f16 matmuls and convolutions (im2col) with 16-multiple sizes: WMMA m16n16k16 with
+    f32 accumulation; with disable_tensor_core no mma instruction at all."""
+    for name in ("matmul-fp16", "bmm-fp16", "conv-fp16"):
         ptx = "".join(k.ptx for k in compiled[name].kernels.values())
         assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32" in ptx
     text, _ = imported["matmul-fp16"]

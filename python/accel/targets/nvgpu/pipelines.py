@@ -35,6 +35,10 @@ LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
 #: (M, N, K multiples of 16; f32 with mm_conv_precision_mode=tf32, K a multiple of 8) ->
 #: calls of private functions holding a WMMA gpu.launch (f16 sums: only with mode fp16).
 TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
+#: After FUSE (its reshape propagation would turn the batch_matmul into a generic) unless
+#: `disable_tensor_core`: NCHW convolutions of tensor-core sizes -> im2col + batch_matmul,
+#: which TENSOR_CORES then maps to WMMA.
+CONV_TO_MATMUL = "accel-nvgpu-conv-to-matmul"
 #: The tensor-core pass's options for a precision mode: tf32 tensor cores for the f32
 #: matmuls of mode tf32 (their operands were rounded to tf32 on tensors), f16 sums for fp16.
 TENSOR_CORE_MODES = {"tf32": "{tf32=true}", "fp16": "{f16-accumulate=true}"}
@@ -98,8 +102,10 @@ def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
     fuse = precision_passes(opts) + ([p for flag, p in FUSE if flag is None or not opts[flag]]
                                      if opts["opt_level"] >= 1 else [])
     mode = TENSOR_CORE_MODES.get(opts.get("mm_conv_precision_mode", "default"), "")
-    kernels = [TENSOR_CORES + mode] if tensor_cores and not opts["disable_tensor_core"] \
-        else []
+    wmma = tensor_cores and not opts["disable_tensor_core"]
+    if wmma:
+        fuse = fuse + [CONV_TO_MATMUL + ("{tf32=true}" if "tf32" in mode else "")]
+    kernels = [TENSOR_CORES + mode] if wmma else []
     kernels += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
     kernels += [INLINE] if kernels else []
     return fuse, BUFFERIZE, kernels + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
