@@ -108,8 +108,11 @@ def _extend(n: _Names, value: str, t: str, what: str) -> tuple[list[str], str]:
     return [f"{n(what)} = {op} {value} : {t} to {wide}"], n(what)
 
 
-def translate(line: str, index: int) -> list[str] | None:
-    """The host lines of one WMMA op line (None: not a WMMA op)."""
+def translate(line: str, index: int, *, store_guard: str | None = None) -> list[str] | None:
+    """The host lines of one WMMA op line (None: not a WMMA op). `store_guard`: an i1 value
+    true in one lane per warp, which alone stores (every lane of a block kernel runs the
+    warp's loads and products; a lane storing after another lane of its warp read the
+    same tile would otherwise feed it a value from the future)."""
     n = _Names(f"__wmma{index}")
     if m := _LOAD.match(line):
         res, src, idx, lead, memref, rows, cols, t, _ = m.groups()
@@ -122,9 +125,11 @@ def translate(line: str, index: int) -> list[str] | None:
         val, dst, idx, lead, rows, cols, t, _, memref = m.groups()
         index_lines, at = _indices(n, memref, idx, lead, "subgroup_mma_store_matrix")
         buf = _buf(rows, cols, t)
-        return _tile_loops(n, rows, cols, [
+        loops = _tile_loops(n, rows, cols, [
             *index_lines, f"{n('x')} = memref.load {val}[{n('u')}, {n('v')}] : {buf}",
             f"memref.store {n('x')}, {dst}[{at}] : {memref}"])
+        return loops if store_guard is None else \
+            [f"scf.if {store_guard} {{", *[f"  {x}" for x in loops], "}"]
     if m := _CONSTANT.match(line):
         res, value, rows, cols, t, _ = m.groups()
         buf = _buf(rows, cols, t)
