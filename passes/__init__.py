@@ -20,6 +20,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     mncore_strip_layouts,
     nvgpu_conv_to_matmul,
     nvgpu_copy_to_linalg,
+    nvgpu_flash_attention,
     nvgpu_map_loops,
     nvgpu_register_tile_matmul,
     nvgpu_tensor_core_matmul,

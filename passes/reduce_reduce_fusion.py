@@ -576,7 +576,7 @@ def _outside_producers(ops: list[Operation], excluded: list[Operation]) -> list[
     return found
 
 
-def _erase_dead(chain: list[Operation]) -> None:
+def erase_chain(chain: list[Operation]) -> None:
     """Erase the replaced chain, then the pure producers it leaves without users."""
     candidates = _outside_producers(chain, chain)
     pending = list(chain)
@@ -647,7 +647,7 @@ def fuse_attention(att: _Attention, block_q: int, block_k: int,
     for op in ops[:-1]:
         op.move_before(att.mm2)
     att.mm2.results[0].replace_all_uses_with(ops[-1].operands[0])
-    _erase_dead(att.chain)
+    erase_chain(att.chain)
 
 
 @register_pass

@@ -82,7 +82,7 @@ def epilog() -> str:
                 + (" default" if p == target.default_preset else "")
                 for p, values in presets.items())
             lines.append(f"    presets: {shown}")
-        own = [o for o in options.OPTIONS.values() if o.scope == name]
+        own = [o for o in options.OPTIONS.values() if o.scope == name or name in o.also]
         for o in own:
             spell = o.flag or f"--option {o.name}=..."
             lines.append(f"    {spell}: {o.doc} (default {options._show(o.default)}; "

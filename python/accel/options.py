@@ -65,6 +65,8 @@ class Option:
     check: Callable[[Any], str | None] | None = None
     #: Values accepted by the table but whose feature is not built yet.
     unsupported: tuple[Any, ...] = ()
+    #: Other targets the option also applies to (a target-scoped option shared by two).
+    also: tuple[str, ...] = ()
 
     def allowed(self) -> str:
         """The valid values, as text for errors and --help."""
@@ -245,8 +247,8 @@ _TABLE: tuple[Option, ...] = (
     Option("disable_affine_fusion", (bool,), False, "Do not fuse loop nests "
            "(accel-affine-fusion; docs/fusion.md).", scope="cpu", affects_code=True),
     Option("disable_reduce_reduce_fusion", (bool,), False, "Do not fuse reduction chains "
-           "(accel-reduce-reduce-fusion: attention without the score matrix).", scope="cpu",
-           affects_code=True),
+           "(cpu: accel-reduce-reduce-fusion, nvgpu: accel-nvgpu-flash-attention: attention "
+           "without the score matrix).", scope="cpu", affects_code=True, also=("nvgpu",)),
     Option("disable_fast_math", (bool,), False, "Keep strict IEEE semantics: no fast-math "
            "flags (the unsafe-math pass then does not reassociate reductions).", scope="cpu",
            affects_code=True),
@@ -351,7 +353,8 @@ def defaults() -> dict[str, Any]:
 
 def for_target(target: str) -> list[Option]:
     """The options that apply to `target`: common, call, aot and its own."""
-    return [o for o in _TABLE if o.scope in ("common", "call", "aot", "train", target)]
+    return [o for o in _TABLE
+            if o.scope in ("common", "call", "aot", "train", target) or target in o.also]
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
@@ -412,8 +415,8 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
     applicable = {o.name: o for o in for_target(name)}
     for key in given:
         if key not in applicable:
-            raise OptionError(f"option '{key}' applies to target "
-                              f"{OPTIONS[key].scope}, not {name}")
+            where = " and ".join((OPTIONS[key].scope, *OPTIONS[key].also))
+            raise OptionError(f"option '{key}' applies to target {where}, not {name}")
     preset_name = check_value(OPTIONS["preset"], given.get("preset"))
     presets = target.presets()
     if preset_name is None:

@@ -139,8 +139,8 @@ def emulate_on_host(text: str, opts: Mapping[str, Any], *,
 
     filename = opts.get("filename", "<input>")
     with abi.parsed(text, filename, None) as (module, _):
-        # WMMA ops have no host form: matmuls stay loops here.
-        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, tensor_cores=False)
+        # Hand-written kernels (WMMA, flash attention) are gpu.launches: loops stay loops.
+        fuse, bufferize, to_gpu, _ = pipelines.pipelines(opts, kernels=False)
         mapped = to_gpu[:to_gpu.index(pipelines.LAUNCH_MARK)]
         for passes in (fuse, bufferize, mapped):
             if passes:

@@ -35,6 +35,10 @@ LAUNCH_MARK = "func.func(convert-parallel-loops-to-gpu)"
 #: (M, N, K multiples of 16; f32 with mm_conv_precision_mode=tf32, K a multiple of 8) ->
 #: calls of private functions holding a WMMA gpu.launch (f16 sums: only with mode fp16).
 TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
+#: Before FUSE (which would merge the softmax's generics the matcher reads) at opt_level
+#: >= 1 unless `disable_reduce_reduce_fusion`: f32 attention chains -> one flash-style
+#: kernel (online softmax, K/V tiles in shared memory, no S x S scores).
+FLASH_ATTENTION = "accel-nvgpu-flash-attention"
 #: After FUSE (its reshape propagation would turn the batch_matmul into a generic) unless
 #: `disable_tensor_core`: NCHW convolutions of tensor-core sizes -> im2col + batch_matmul,
 #: which TENSOR_CORES then maps to WMMA.
@@ -94,15 +98,19 @@ KERNEL_TO_NVVM: list[str] = [
 ]
 
 
-def pipelines(opts: Mapping[str, Any], *, tensor_cores: bool = True
+def pipelines(opts: Mapping[str, Any], *, kernels: bool = True
               ) -> tuple[list[str], list[str], list[str], list[str]]:
     """(fuse, bufferize, to-gpu, kernel-to-nvvm) for resolved nvgpu options;
-    `tensor_cores=False` leaves matmuls to the loop path whatever the options say."""
+    `kernels=False` leaves matmuls and attention to the loop path (no hand-written GPU
+    kernels: what the loop-level host emulation needs) whatever the options say."""
     # The precision mode's casts (accel-matmul-precision) come first, at every opt_level.
-    fuse = precision_passes(opts) + ([p for flag, p in FUSE if flag is None or not opts[flag]]
-                                     if opts["opt_level"] >= 1 else [])
+    fuse = precision_passes(opts)
+    if opts["opt_level"] >= 1:
+        if kernels and not opts.get("disable_reduce_reduce_fusion"):
+            fuse.append(FLASH_ATTENTION)
+        fuse += [p for flag, p in FUSE if flag is None or not opts[flag]]
     mode = TENSOR_CORE_MODES.get(opts.get("mm_conv_precision_mode", "default"), "")
-    wmma = tensor_cores and not opts["disable_tensor_core"]
+    wmma = kernels and not opts["disable_tensor_core"]
     if wmma:
         fuse = fuse + [CONV_TO_MATMUL + ("{tf32=true}" if "tf32" in mode else "")]
     kernels = [TENSOR_CORES + mode] if wmma else []

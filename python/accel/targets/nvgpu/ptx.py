@@ -38,6 +38,16 @@ def _allow_fma(llvm_ir: str) -> str:
     return _CONTRACTIBLE.sub(r"= \1 contract ", llvm_ir)
 
 
+#: Shared-memory globals (workgroup attributions) as MLIR writes them: `align 4` or none.
+_SHARED = re.compile(r"^(@\S+ = .*addrspace\(3\) global [^\n]*?)(, align \d+)?$", re.M)
+
+
+def _align_shared(llvm_ir: str) -> str:
+    """Shared-memory globals 16-byte aligned: the vectorisers may widen their accesses to
+    v4 loads, which fault on a 4-aligned base (found with the proven H100 lowering)."""
+    return _SHARED.sub(r"\1, align 16", llvm_ir)
+
+
 @cache
 def _libdevice_bitcode() -> bytes:
     path = toolkit.libdevice_path()
@@ -74,7 +84,8 @@ def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, *, what: str = "kernel
     kernels = set(kernel_names(llvm_ir))
     if not kernels:
         raise AccelError(f"internal error: {what} defines no ptx_kernel function")
-    mod = llvmx.parse(_allow_fma(normalize_llvm_ir(llvm_ir)), f"LLVM IR of {what}")
+    mod = llvmx.parse(_align_shared(_allow_fma(normalize_llvm_ir(llvm_ir))),
+                      f"LLVM IR of {what}")
     tm = llvmx.target_machine(opt_level, triple=TRIPLE, cpu=arch, features=PTX_FEATURES,
                               jit=False)
     llvmx.prepare(mod, tm, TRIPLE)

@@ -1,0 +1,281 @@
+"""`accel-nvgpu-flash-attention`: attention as one flash-style GPU kernel, no score matrix.
+
+Why: torch-mlir lowers `softmax(q @ k.T) @ v` (and SDPA's decomposition) to a chain of
+whole-tensor ops whose every link is a B x S x S buffer; on the GPU that is five or more
+kernels and several round trips of S x S through DRAM (and 2 GiB of f32 scores for 8 x 16
+heads at S = 2048). The CPU's `accel-reduce-reduce-fusion` turns the chain into serial
+loops over query blocks, which on a GPU would run as one thread. This pass takes the same
+chain (`reduce_reduce_fusion.match_attention`) and replaces it by one `gpu.launch`:
+
+    grid (ceil(M / BQ), B), BQ threads per block, one query row per thread;
+    for each tile of BK keys (uniform loop, all threads):
+      the block copies K^T[:, tile] and V[tile, :] into shared memory; barrier
+      each thread: scores s = q . K^T[:, j] (and the chain's scalar scale ops),
+        m' = max(m, max_j s), alpha = exp(m - m'), acc = acc * alpha + sum_j e^(s-m') V[j]
+      barrier
+    out[row] = acc / l   (0 for a fully -inf row under SDPA's guard, NaN without: as eager)
+
+so the extra memory is O(S * d) (the rows' q and accumulators live in each thread, the
+tiles in shared memory) and every K/V element is read from DRAM once per block of BQ
+queries. The kernel is written on memrefs inside the tensor function
+(`bufferization.to_buffer` of Q, K^T, V; the result `to_tensor restrict`), before
+bufferization and elementwise fusion (which would merge the softmax's generics).
+
+Matched: what `match_attention` matches, all f32 with static shapes (SDPA upcasts f16
+inputs to f32 first), whose score ops are scalar `mulf`/`divf` by a constant (scale);
+chains with masks or other score operands keep the kernel-per-op path. Scalar FMA units,
+not tensor cores (a WMMA variant is future work).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from accel.ir import Operation, ir
+from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.reduce_reduce_fusion import erase_chain, match_attention
+
+
+def _scalar_scale(op: Operation) -> tuple[str, float] | None:
+    """(arith op, constant) of a score generic `s <op> C`, else None."""
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(op.operands) != 2 or len(ops) != 2 or ops[0].name not in ("arith.mulf", "arith.divf"):
+        return None
+    arith, score = ops[0], block.arguments[0]
+    if ops[1].operands[0] != arith.results[0]:
+        return None
+    lhs, rhs = arith.operands[0], arith.operands[1]
+    if arith.name == "arith.mulf" and rhs == score:
+        lhs, rhs = rhs, lhs
+    if lhs != score:
+        return None
+    owner = rhs.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "arith.constant" or \
+            not isinstance(owner.attributes["value"], ir.FloatAttr):
+        return None
+    return arith.name, ir.FloatAttr(owner.attributes["value"]).value
+
+
+@dataclass
+class _Shape:
+    batch: int
+    batched: bool
+    m: int
+    n: int
+    d: int
+    dv: int
+
+
+def _f32_static(value: ir.Value) -> ir.RankedTensorType | None:
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType):
+        return None
+    t = ir.RankedTensorType(t)
+    return t if t.has_static_shape and isinstance(t.element_type, ir.F32Type) else None
+
+
+def render(shape: _Shape, scales: list[tuple[str, float]], guard: bool, bq: int,
+           bk: int) -> str:
+    """The kernel as a private function on tensors (inlined in place of the chain)."""
+    s = shape
+    pre = f"{s.batch}x" if s.batched else ""
+    tq, tk = f"tensor<{pre}{s.m}x{s.d}xf32>", f"tensor<{pre}{s.d}x{s.n}xf32>"
+    tv, to = f"tensor<{pre}{s.n}x{s.dv}xf32>", f"tensor<{pre}{s.m}x{s.dv}xf32>"
+    mq, mk, mv, mo = (t.replace("tensor", "memref") for t in (tq, tk, tv, to))
+    b = "%by, " if s.batched else ""
+    wg = "#gpu.address_space<workgroup>"
+    ksh, vsh = f"memref<{s.d}x{bk}xf32, {wg}>", f"memref<{bk}x{s.dv}xf32, {wg}>"
+    scale_lines = []
+    value = "%dot"
+    for n, (op, c) in enumerate(scales):
+        scale_lines += [f"%sc{n} = arith.constant {c!r} : f32",
+                        f"%sv{n} = {op} {value}, %sc{n} : f32"]
+        value = f"%sv{n}"
+    finish = (["%allinf = arith.cmpf oeq, %mfin, %ninf : f32",
+               "%safe = arith.select %allinf, %zero, %o : f32"] if guard
+              else ["%safe = arith.addf %o, %zero : f32"])
+    body = f"""
+func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}) -> {to} {{
+  %Q = bufferization.to_buffer %q read_only : {tq} to {mq}
+  %K = bufferization.to_buffer %kt read_only : {tk} to {mk}
+  %V = bufferization.to_buffer %v read_only : {tv} to {mv}
+  %O = memref.alloc() : {mo}
+  %c1 = arith.constant 1 : index
+  %gx = arith.constant {math.ceil(s.m / bq)} : index
+  %gy = arith.constant {s.batch} : index
+  %nt = arith.constant {bq} : index
+  gpu.launch blocks(%bx, %by, %bz) in (%sgx = %gx, %sgy = %gy, %sgz = %c1)
+      threads(%tx, %ty, %tz) in (%sx = %nt, %sy = %c1, %sz = %c1)
+      workgroup(%ksh : {ksh}, %vsh : {vsh}) {{
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1 : index
+    %BQ = arith.constant {bq} : index
+    %BK = arith.constant {bk} : index
+    %M = arith.constant {s.m} : index
+    %N = arith.constant {s.n} : index
+    %D = arith.constant {s.d} : index
+    %DV = arith.constant {s.dv} : index
+    %DBK = arith.constant {s.d * bk} : index
+    %BKDV = arith.constant {bk * s.dv} : index
+    %zero = arith.constant 0.0 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %qr = memref.alloca() : memref<{s.d}xf32>
+    %acc = memref.alloca() : memref<{s.dv}xf32>
+    %st = memref.alloca() : memref<{bk}xf32>
+    %r0 = arith.muli %bx, %BQ : index
+    %row = arith.addi %r0, %tx : index
+    %valid = arith.cmpi ult, %row, %M : index
+    scf.if %valid {{
+      scf.for %c = %c0 to %D step %one {{
+        %x = memref.load %Q[{b}%row, %c] : {mq}
+        memref.store %x, %qr[%c] : memref<{s.d}xf32>
+      }}
+      scf.for %c = %c0 to %DV step %one {{
+        memref.store %zero, %acc[%c] : memref<{s.dv}xf32>
+      }}
+    }}
+    %fin:2 = scf.for %j0 = %c0 to %N step %BK iter_args(%m = %ninf, %l = %zero) -> (f32, f32) {{
+      scf.for %e = %tx to %DBK step %BQ {{
+        %c = arith.divui %e, %BK : index
+        %jj = arith.remui %e, %BK : index
+        %j = arith.addi %j0, %jj : index
+        %in = arith.cmpi ult, %j, %N : index
+        %x = scf.if %in -> (f32) {{
+          %y = memref.load %K[{b}%c, %j] : {mk}
+          scf.yield %y : f32
+        }} else {{
+          scf.yield %zero : f32
+        }}
+        memref.store %x, %ksh[%c, %jj] : {ksh}
+      }}
+      scf.for %e = %tx to %BKDV step %BQ {{
+        %jj = arith.divui %e, %DV : index
+        %c = arith.remui %e, %DV : index
+        %j = arith.addi %j0, %jj : index
+        %in = arith.cmpi ult, %j, %N : index
+        %x = scf.if %in -> (f32) {{
+          %y = memref.load %V[{b}%j, %c] : {mv}
+          scf.yield %y : f32
+        }} else {{
+          scf.yield %zero : f32
+        }}
+        memref.store %x, %vsh[%jj, %c] : {vsh}
+      }}
+      gpu.barrier
+      %left = arith.subi %N, %j0 : index
+      %kn = arith.minui %left, %BK : index
+      %upd:2 = scf.if %valid -> (f32, f32) {{
+        %tmax = scf.for %jj = %c0 to %kn step %one iter_args(%mx = %ninf) -> (f32) {{
+          %dot = scf.for %c = %c0 to %D step %one iter_args(%a = %zero) -> (f32) {{
+            %qa = memref.load %qr[%c] : memref<{s.d}xf32>
+            %ka = memref.load %ksh[%c, %jj] : {ksh}
+            %p = arith.mulf %qa, %ka : f32
+            %a2 = arith.addf %a, %p : f32
+            scf.yield %a2 : f32
+          }}
+          {chr(10).join('          ' + x for x in scale_lines).strip()}
+          memref.store {value}, %st[%jj] : memref<{bk}xf32>
+          %mx2 = arith.maximumf %mx, {value} : f32
+          scf.yield %mx2 : f32
+        }}
+        %mnew = arith.maximumf %m, %tmax : f32
+        %isinf = arith.cmpf oeq, %mnew, %ninf : f32
+        %msafe = arith.select %isinf, %zero, %mnew : f32
+        %dm = arith.subf %m, %msafe : f32
+        %alpha = math.exp %dm : f32
+        scf.for %c = %c0 to %DV step %one {{
+          %a = memref.load %acc[%c] : memref<{s.dv}xf32>
+          %a2 = arith.mulf %a, %alpha : f32
+          memref.store %a2, %acc[%c] : memref<{s.dv}xf32>
+        }}
+        %lsum = scf.for %jj = %c0 to %kn step %one iter_args(%ls = %zero) -> (f32) {{
+          %sj = memref.load %st[%jj] : memref<{bk}xf32>
+          %ds = arith.subf %sj, %msafe : f32
+          %p = math.exp %ds : f32
+          scf.for %c = %c0 to %DV step %one {{
+            %a = memref.load %acc[%c] : memref<{s.dv}xf32>
+            %w = memref.load %vsh[%jj, %c] : {vsh}
+            %pw = arith.mulf %p, %w : f32
+            %a2 = arith.addf %a, %pw : f32
+            memref.store %a2, %acc[%c] : memref<{s.dv}xf32>
+          }}
+          %ls2 = arith.addf %ls, %p : f32
+          scf.yield %ls2 : f32
+        }}
+        %la = arith.mulf %l, %alpha : f32
+        %lnew = arith.addf %la, %lsum : f32
+        scf.yield %mnew, %lnew : f32, f32
+      }} else {{
+        scf.yield %m, %l : f32, f32
+      }}
+      gpu.barrier
+      scf.yield %upd#0, %upd#1 : f32, f32
+    }}
+    %mfin = arith.addf %fin#0, %zero : f32
+    scf.if %valid {{
+      scf.for %c = %c0 to %DV step %one {{
+        %a = memref.load %acc[%c] : memref<{s.dv}xf32>
+        %o = arith.divf %a, %fin#1 : f32
+        {chr(10).join('        ' + x for x in finish).strip()}
+        memref.store %safe, %O[{b}%row, %c] : {mo}
+      }}
+    }}
+    gpu.terminator
+  }}
+  %out = bufferization.to_tensor %O restrict writable : {mo} to {to}
+  return %out : {to}
+}}
+"""
+    return body
+
+
+@register_pass
+@dataclass(frozen=True)
+class NvgpuFlashAttention(ModulePass):
+    """Replaces f32 attention chains (matmul-softmax-matmul) by one flash-style GPU kernel."""
+
+    name = "accel-nvgpu-flash-attention"
+    #: Query rows per block (threads per block: one row each).
+    block_q: int = 64
+    #: Keys per shared-memory tile.
+    block_k: int = 32
+
+    def apply(self, module: Operation) -> None:
+        if self.block_q < 32 or self.block_q > 1024 or self.block_q % 32 or self.block_k < 1:
+            self.fail(module, f"block-q must be a multiple of 32 from 32 to 1024 and block-k "
+                              f"at least 1, got {self.block_q} and {self.block_k}")
+        for op in ops_named(module, ("linalg.batch_matmul", "linalg.matmul")):
+            if op.parent is None:
+                continue  # erased with an earlier chain
+            self._rewrite(op)
+
+    def _rewrite(self, mm2: Operation) -> None:
+        att = match_attention(mm2)
+        if att is None:
+            return
+        scales = [_scalar_scale(op) for op in att.score_ops]
+        if any(x is None for x in scales):
+            return  # masks and other tensor operands: the kernel-per-op path
+        q, kt, v = att.mm1.operands[0], att.mm1.operands[1], att.mm2.operands[1]
+        types = [_f32_static(x) for x in (q, kt, v, att.mm2.results[0])]
+        if any(t is None for t in types):
+            return
+        tq, tk, tv, _ = types
+        batched = mm2.name == "linalg.batch_matmul"
+        shape = _Shape(batch=tq.shape[0] if batched else 1, batched=batched,
+                       m=tq.shape[-2], n=tk.shape[-1], d=tq.shape[-1], dv=tv.shape[-1])
+        bq = self.block_q if shape.m >= self.block_q else 32
+        text = render(shape, [x for x in scales if x is not None], att.guard_input is not None,
+                      bq, self.block_k)
+        helper = ir.Module.parse(text, mm2.context)
+        func = helper.body.operations[0]
+        entry = func.regions[0].blocks[0]
+        for arg, value in zip(entry.arguments, (q, kt, v), strict=True):
+            arg.replace_all_uses_with(value)
+        inner = [o.operation for o in entry.operations]
+        for op in inner[:-1]:
+            op.move_before(mm2)
+        mm2.results[0].replace_all_uses_with(inner[-1].operands[0])
+        erase_chain(att.chain)

@@ -1,0 +1,114 @@
+"""nvgpu flash attention (accel-nvgpu-flash-attention): one kernel, no S x S buffer, the
+kernel's barriers and shared-memory tiles run on the host (cooperative emulation) and
+match eager; ptxas accepts it."""
+
+from __future__ import annotations
+
+import math
+
+import accel
+import numpy as np
+import pytest
+import torch
+from accel.frontend.torch_import import import_program
+from accel.options import resolve
+from accel.targets import get as get_target
+from accel.targets.nvgpu import toolkit
+from accel.targets.nvgpu.compile import verify_ptx
+from accel.targets.nvgpu.emulate import emulate_kernels
+
+needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="no ptxas")
+needs_gpu = pytest.mark.skipif(toolkit.present_arch() is None, reason="no CUDA GPU")
+CROSS = {"target": "nvgpu", "device": "sm_90", "cache": False}
+
+
+class Sdpa(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+class Naive(torch.nn.Module):
+    """softmax(q k^T / 8) v: a scale op on the scores, d = 24, dv = 24."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-1, -2) / 8.0, -1) @ v
+
+
+class Causal(torch.nn.Module):
+    """A mask on the scores: not taken (the kernel-per-op path)."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    g = torch.Generator().manual_seed(0)
+    shapes = {  # rows and keys not multiples of the 64-row blocks or 32-key tiles
+        "sdpa-f32": (Sdpa(), (2, 2, 80, 16), torch.float32),
+        "sdpa-f16": (Sdpa(), (1, 2, 80, 16), torch.float16),
+        "naive": (Naive(), (2, 70, 24), torch.float32),
+        "causal": (Causal(), (1, 2, 40, 8), torch.float32),
+    }
+    model, shape, dtype = shapes[name]
+    return model, tuple(torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
+
+
+def _compiled(name: str, **options):  # noqa: ANN202, ANN003 - test helper
+    model, inputs = _case(name)
+    program = import_program(model, inputs, func_name="main")
+    text = program.module.operation.get_asm()
+    opts = resolve({**CROSS, **options})
+    return text, opts, get_target("nvgpu").compile(text, opts)
+
+
+def _score_elements(inputs: tuple[torch.Tensor, ...]) -> int:
+    q, k = inputs[0], inputs[1]
+    return math.prod(q.shape[:-1]) * k.shape[-2]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive"])
+def test_one_kernel_no_score_buffer(name: str) -> None:
+    """One kernel with barriers does the attention; no buffer as large as the scores."""
+    _, inputs = _case(name)
+    _, _, exe = _compiled(name)
+    assert exe.host is None, exe.host_reason
+    flash = [k for k in exe.kernels.values() if "bar.sync" in k.ptx]
+    assert len(flash) == 1
+    assert ".shared .align 16" in flash[0].ptx  # vectorised shared accesses stay aligned
+    biggest = max(b.nbytes for b in exe.programs["main"].buffers)
+    assert biggest < _score_elements(inputs) * 4  # O(S*d), not O(S*S)
+    verify_ptx(exe)
+
+
+def test_option_off_and_masks_keep_the_score_matrix() -> None:
+    for name, options in (("naive", {"disable_reduce_reduce_fusion": True}), ("causal", {})):
+        _, inputs = _case(name)
+        _, _, exe = _compiled(name, **options)
+        assert not any("bar.sync" in k.ptx for k in exe.kernels.values())
+        assert max(b.nbytes for b in exe.programs["main"].buffers) >= \
+            _score_elements(inputs) * 4
+
+
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive"])
+def test_flash_kernel_matches_eager_on_host(name: str) -> None:
+    """The kernel itself (its blocks' threads concurrently, barriers, shared tiles) on the
+    host against eager: f32 within 1e-5, f16 within its rounding."""
+    model, inputs = _case(name)
+    text, opts, _ = _compiled(name)
+    run = emulate_kernels(text, opts)["main"]
+    got = run(*(x.numpy() for x in inputs))
+    want = model(*inputs)
+    tol = 2e-3 if inputs[0].dtype == torch.float16 else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), want.double().numpy(), rtol=tol,
+                               atol=tol)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_flash_attention_on_gpu() -> None:
+    g = torch.Generator().manual_seed(1)
+    inputs = tuple(torch.randn(2, 4, 512, 64, generator=g) for _ in range(3))
+    fn = accel.compile(Sdpa(), inputs, options={"target": "nvgpu", "cache": False})
+    torch.testing.assert_close(torch.as_tensor(fn(*inputs)), Sdpa()(*inputs), rtol=1e-4,
+                               atol=1e-4)
