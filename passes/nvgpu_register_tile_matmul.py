@@ -16,6 +16,11 @@ N multiples of 4 become a call of a private function (inlined by the pipeline):
 
 `accel-nvgpu-map-loops` then flattens the parallel loop with the column tile fastest, so
 neighbouring threads read neighbouring columns of B. Other matmuls are left alone.
+
+Matmuls whose M, N, K fit a block tile (`_nvgpu_sgemm`: 128 x 128 tiles of 8 x 8 per
+thread, or 64 x 64 of 4 x 4) instead become one `gpu.launch` that stages A and B slices in
+shared memory (option `shared-memory`, on by default): each element then comes from DRAM
+once per block rather than once per thread row.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import Operation
+from accel.passes import _nvgpu_sgemm
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 #: Rows and columns of the output tile a thread keeps in registers.
@@ -97,6 +103,9 @@ class NvgpuRegisterTileMatmul(ModulePass):
     """Rewrites static f32 matmuls on memrefs as loops with a 4x4 register tile per thread."""
 
     name = "accel-nvgpu-register-tile-matmul"
+    #: Matmuls whose sizes fit a block tile (`_nvgpu_sgemm.CONFIGS`: 128 x 128 x 8 or
+    #: 64 x 64 x 16) stage A and B slices in shared memory, 256 threads a block.
+    shared_memory: bool = True
 
     def apply(self, module: Operation) -> None:
 
@@ -108,6 +117,13 @@ class NvgpuRegisterTileMatmul(ModulePass):
 
         for op, (batch, m, n, k) in found:
             batched = op.name == "linalg.batch_matmul"
-            name = f"__accel_rt_matmul_{batch}x{m}x{n}x{k}" + ("_b" if batched else "")
+            cfg = _nvgpu_sgemm.config_for(m, n, k) if self.shared_memory else None
+            suffix = f"{batch}x{m}x{n}x{k}" + ("_b" if batched else "")
+            if cfg is not None:
+                name = f"__accel_sgemm_{cfg.bm}x{cfg.bn}x{cfg.bk}_{suffix}"
+                call_helper(op, name, body, made, lambda: _nvgpu_sgemm.render(  # noqa: B023
+                    name, cfg, batch, m, n, k, batched))  # noqa: B023
+                continue
+            name = f"__accel_rt_matmul_{suffix}"
             call_helper(op, name, body, made,
                         lambda: _helper(name, batch, m, n, k, batched))  # noqa: B023

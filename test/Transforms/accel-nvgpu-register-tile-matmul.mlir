@@ -1,4 +1,5 @@
 // RUN: accel-opt %s --split-input-file -accel-nvgpu-register-tile-matmul -inline | FileCheck %s
+// RUN: accel-opt %s --split-input-file -accel-nvgpu-register-tile-matmul="shared-memory=false" -inline | FileCheck %s --check-prefix=NOSHARED
 
 // An f32 matmul with M, N multiples of 4: one parallel iteration (thread) per 4x4 tile,
 // whose 16 sums start from C, are carried through the k loop and stored back.
@@ -45,5 +46,27 @@ func.func @odd(%A: memref<8x5xf32>, %B: memref<5x6xf32>, %C: memref<8x6xf32>) {
 }
 func.func @half(%A: memref<16x16xf16>, %B: memref<16x16xf16>, %C: memref<16x16xf16>) {
   linalg.matmul ins(%A, %B : memref<16x16xf16>, memref<16x16xf16>) outs(%C : memref<16x16xf16>)
+  return
+}
+
+// -----
+
+// 64 x 64 x 32 fits a 64 x 64 x 16 block tile: one launch of 256 threads per tile, A (transposed,
+// rows padded to 68) and B slices in shared memory between two barriers, 4 x 4 sums per
+// thread from C. With shared-memory=false it keeps the 4 x 4 register tiles.
+// CHECK-LABEL: func.func @shared
+// CHECK:       gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK-SAME:    workgroup({{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>)
+// CHECK:         %{{.*}}:16 = scf.for
+// CHECK:           gpu.barrier
+// CHECK:           %{{.*}}:16 = scf.for
+// CHECK-COUNT-16:    arith.mulf
+// CHECK:           gpu.barrier
+// CHECK-NOT:   linalg.matmul
+// NOSHARED-LABEL: func.func @shared
+// NOSHARED-NOT:   gpu.launch
+// NOSHARED:       scf.parallel
+func.func @shared(%A: memref<64x32xf32>, %B: memref<32x64xf32>, %C: memref<64x64xf32>) {
+  linalg.matmul ins(%A, %B : memref<64x32xf32>, memref<32x64xf32>) outs(%C : memref<64x64xf32>)
   return
 }
