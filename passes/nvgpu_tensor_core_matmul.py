@@ -12,10 +12,14 @@ units, and the loop path gives each thread one output element on the scalar unit
 | f16 | f16 | m16n16k16 f16 -> f32 | in an f32 temporary, added to C and rounded once (torch) |
 | f16 | f16, `f16-accumulate` | m16n16k16 f16 -> f16 | in C (mm_conv_precision_mode=fp16) |
 | f32, `tf32` | f32 | m16n16k8 tf32 -> f32 | in C (mm_conv_precision_mode=tf32) |
-| i8 | i32 | m16n16k16 s8 -> s32 | in C (mixed_int8_int32) |
+| i8 | i32 | m16n16k16 s8 -> s32 | in C (mixed_int8_int32; blocked kernel only) |
 
-M and N must be multiples of 16 and K of the WMMA k. "In C": C's values are loaded as the
-accumulator's start, the warp's sums stored back over them:
+M and N must be multiples of 16 and K of the WMMA k. Sizes that fit 64 x 64 x 32 tiles use
+the blocked kernel of `_nvgpu_wmma_tiles` (4 warps per block, A and B slices staged in
+shared memory); others one warp per 16 x 16 tile reading global memory. WMMA pointers
+must be 32-byte aligned, which int8's 16-byte k-steps only meet in the blocked kernel's
+spread-out shared rows. "In C": C's values are loaded as the accumulator's start, the
+warp's sums stored back over them:
 
     linalg.matmul ins(%a, %b : memref<64x32xf16>, memref<32x48xf16>) outs(%c : memref<64x48xf32>)
   ->
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.ir import InsertionPoint, Module, Operation, ir
+from accel.passes import _nvgpu_wmma_tiles
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 TILE = 16
@@ -137,54 +142,31 @@ def _spec(op: Operation, tf32: bool, f16_accumulate: bool) -> Spec | None:
     if dims is None or dims[1] % TILE or dims[2] % TILE or dims[3] % ktile:
         return None
     batch, m, n, k = dims
+    if ta == "i8" and not _nvgpu_wmma_tiles.fits(m, n, k):
+        return None  # WMMA pointers are 32-byte aligned: int8 needs the blocked kernel
     return Spec(batch, m, n, k, ta, fragment, acc, tc, ktile)
 
 
-def _helper(name: str, s: Spec, batched: bool) -> str:
-    """A private function doing one matmul with tensor cores (inlined by the pipeline)."""
+def _per_warp_launch(s: Spec, batched: bool, a: str, b: str, out: str, out_type: str) -> str:
+    """One warp per 16 x 16 tile of C, fragments straight from global memory."""
     lead = "[%b, " if batched else "["
-    pre = f"{s.batch}x" if batched else ""
-    a, b = f"memref<{pre}{s.m}x{s.k}x{s.operand}>", f"memref<{pre}{s.k}x{s.n}x{s.operand}>"
-    c = f"memref<{pre}{s.m}x{s.n}x{s.ctype}>"
-    # Sums go straight into C (its values are the accumulator's start) unless they are
-    # rounded to C's type afterwards: then into a temporary T.
-    t = f"memref<{pre}{s.m}x{s.n}x{s.acc}>" if s.rounds else c
     fa = f'!gpu.mma_matrix<{TILE}x{s.ktile}x{s.fragment}, "AOp">'
     fb = f'!gpu.mma_matrix<{s.ktile}x{TILE}x{s.fragment}, "BOp">'
     fc = _FRAG.format(t=s.acc, k="COp")
-    dims = "(d0, d1, d2)" if batched else "(d0, d1)"
-    iters = ", ".join(['"parallel"'] * (3 if batched else 2))
     zero = "0.0" if s.acc.startswith("f") else "0"
     if s.rounds:
         start = f"""%zero = arith.constant {zero} : {s.acc}
     %init = gpu.subgroup_mma_constant_matrix %zero : {fc}"""
-        finish = f"""
-  %T = memref.alloc() : {t}""", f"""
-  linalg.generic {{indexing_maps = [affine_map<{dims} -> {dims}>, affine_map<{dims} -> {dims}>],
-      iterator_types = [{iters}]}} ins(%T : {t}) outs(%C : {c}) {{
-    ^bb0(%s0: f32, %o: {s.ctype}):
-      %e = arith.extf %o : {s.ctype} to f32
-      %s = arith.addf %e, %s0 : f32
-      %r = arith.truncf %s : f32 to {s.ctype}
-      linalg.yield %r : {s.ctype}
-  }}"""
-        out = "%T"
     else:
-        start = (f"%init = gpu.subgroup_mma_load_matrix %C{lead}%row, %col] "
-                 f"{{leadDimension = {s.n} : index}}\n        : {c} -> {fc}")
-        finish = "", ""
-        out = "%C"
-    return f"""
-func.func private @{name}(%A: {a}, %B: {b}, %C: {c}) {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c16 = arith.constant 16 : index
+        start = (f"%init = gpu.subgroup_mma_load_matrix {out}{lead}%row, %col] "
+                 f"{{leadDimension = {s.n} : index}}\n        : {out_type} -> {fc}")
+    return f"""  %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %ck = arith.constant {s.ktile} : index
   %cK = arith.constant {s.k} : index
   %gx = arith.constant {s.n // TILE} : index
   %gy = arith.constant {s.m // TILE} : index
-  %gz = arith.constant {s.batch} : index{finish[0]}
+  %gz = arith.constant {s.batch} : index
   gpu.launch blocks(%bx, %by, %b) in (%sgx = %gx, %sgy = %gy, %sgz = %gz)
       threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {{
     %row = arith.muli %by, %c16 : index
@@ -199,9 +181,43 @@ func.func private @{name}(%A: {a}, %B: {b}, %C: {c}) {{
       scf.yield %r : {fc}
     }}
     gpu.subgroup_mma_store_matrix %acc, {out}{lead}%row, %col] {{leadDimension = {s.n} : index}}
-        : {fc}, {t}
+        : {fc}, {out_type}
     gpu.terminator
-  }}{finish[1]}
+  }}"""
+
+
+def _helper(name: str, s: Spec, batched: bool) -> str:
+    """A private function doing one matmul with tensor cores (inlined by the pipeline):
+    the blocked shared-memory kernel when the sizes fit its 64 x 64 x 32 tiles, else one
+    warp per output tile."""
+    pre = f"{s.batch}x" if batched else ""
+    a, b = f"memref<{pre}{s.m}x{s.k}x{s.operand}>", f"memref<{pre}{s.k}x{s.n}x{s.operand}>"
+    c = f"memref<{pre}{s.m}x{s.n}x{s.ctype}>"
+    # Sums go straight into C (its values are the accumulator's start) unless they are
+    # rounded to C's type afterwards: then into a temporary T.
+    t = f"memref<{pre}{s.m}x{s.n}x{s.acc}>" if s.rounds else c
+    out = "%T" if s.rounds else "%C"
+    dims = "(d0, d1, d2)" if batched else "(d0, d1)"
+    iters = ", ".join(['"parallel"'] * (3 if batched else 2))
+    if _nvgpu_wmma_tiles.fits(s.m, s.n, s.k):
+        launch = _nvgpu_wmma_tiles.launch(s, batched, a, b, out, t, s.n)
+    else:
+        launch = _per_warp_launch(s, batched, a, b, out, t)
+    alloc = f"  %T = memref.alloc() : {t}\n" if s.rounds else ""
+    rounding = f"""
+  linalg.generic {{indexing_maps = [affine_map<{dims} -> {dims}>, affine_map<{dims} -> {dims}>],
+      iterator_types = [{iters}]}} ins(%T : {t}) outs(%C : {c}) {{
+    ^bb0(%s0: f32, %o: {s.ctype}):
+      %e = arith.extf %o : {s.ctype} to f32
+      %s = arith.addf %e, %s0 : f32
+      %r = arith.truncf %s : f32 to {s.ctype}
+      linalg.yield %r : {s.ctype}
+  }}""" if s.rounds else ""
+    return f"""
+func.func private @{name}(%A: {a}, %B: {b}, %C: {c}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+{alloc}{launch}{rounding}
   return
 }}
 """

@@ -48,12 +48,21 @@ func.func @bmm(%A: memref<2x16x32xf16>, %B: memref<2x32x16xf16>, %C: memref<2x16
 
 // -----
 
-// int8 operands into int32 (mixed_int8_int32): s8 fragments, i32 sums in C.
+// int8 operands into int32 (mixed_int8_int32), 64 x 64 x 32: the blocked kernel (4 warps,
+// 64 x 64 tile, A and B slices in shared memory between barriers), s8 fragments from rows
+// where each 16-byte chunk is spread over 32 bytes (WMMA pointers are 32-byte aligned);
+// 2 x 2 fragments of i32 sums per warp start from C.
 // CHECK-LABEL: func.func @i8
-// CHECK:       gpu.subgroup_mma_load_matrix %arg0{{.*}} : memref<32x16xi8> -> !gpu.mma_matrix<16x16xsi8, "AOp">
-// CHECK:       gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xi32, "COp">
-func.func @i8(%A: memref<32x16xi8>, %B: memref<16x32xi8>, %C: memref<32x32xi32>) {
-  linalg.matmul ins(%A, %B : memref<32x16xi8>, memref<16x32xi8>) outs(%C : memref<32x32xi32>)
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c128
+// CHECK-SAME:    workgroup({{.*}} : memref<64x96xi8, #gpu.address_space<workgroup>>, {{.*}} : memref<32x160xi8, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-4: gpu.subgroup_mma_load_matrix %arg2{{.*}} -> !gpu.mma_matrix<16x16xi32, "COp">
+// CHECK:         gpu.barrier
+// CHECK:         gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 96 : index} : memref<64x96xi8, #gpu.address_space<workgroup>> -> !gpu.mma_matrix<16x16xsi8, "AOp">
+// CHECK-COUNT-4: gpu.subgroup_mma_compute
+// CHECK:         gpu.barrier
+// CHECK-COUNT-4: gpu.subgroup_mma_store_matrix {{.*}}, %arg2
+func.func @i8(%A: memref<64x32xi8>, %B: memref<32x64xi8>, %C: memref<64x64xi32>) {
+  linalg.matmul ins(%A, %B : memref<64x32xi8>, memref<32x64xi8>) outs(%C : memref<64x64xi32>)
   return
 }
 
@@ -76,9 +85,13 @@ func.func @tf32(%A: memref<16x24xf32>, %B: memref<24x32xf32>, %C: memref<16x32xf
 
 // -----
 
-// Negative: M = 8 is not a multiple of 16; bf16 has no WMMA type in this MLIR.
+// Negative: M = 8 is not a multiple of 16; bf16 has no WMMA type in this MLIR; int8 too
+// small for the blocked kernel (its per-warp k-steps would be misaligned).
 // CHECK-LABEL: func.func @odd
 // MODE-LABEL:  func.func @odd
+// CHECK-NOT:   gpu.launch
+// CHECK:       linalg.matmul
+// CHECK-LABEL: func.func @i8small
 // CHECK-NOT:   gpu.launch
 // CHECK:       linalg.matmul
 // CHECK-LABEL: func.func @bf16
@@ -86,6 +99,10 @@ func.func @tf32(%A: memref<16x24xf32>, %B: memref<24x32xf32>, %C: memref<16x32xf
 // CHECK:       linalg.matmul
 func.func @odd(%A: memref<8x32xf16>, %B: memref<32x48xf16>, %C: memref<8x48xf16>) {
   linalg.matmul ins(%A, %B : memref<8x32xf16>, memref<32x48xf16>) outs(%C : memref<8x48xf16>)
+  return
+}
+func.func @i8small(%A: memref<32x16xi8>, %B: memref<16x32xi8>, %C: memref<32x32xi32>) {
+  linalg.matmul ins(%A, %B : memref<32x16xi8>, memref<16x32xi8>) outs(%C : memref<32x32xi32>)
   return
 }
 func.func @bf16(%A: memref<16x16xbf16>, %B: memref<16x16xbf16>, %C: memref<16x16xf32>) {

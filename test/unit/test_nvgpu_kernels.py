@@ -6,6 +6,7 @@ ptxas accepts them."""
 from __future__ import annotations
 
 import math
+import re
 
 import accel
 import numpy as np
@@ -76,7 +77,7 @@ def test_one_kernel_no_score_buffer(name: str) -> None:
     assert exe.host is None, exe.host_reason
     flash = [k for k in exe.kernels.values() if "bar.sync" in k.ptx]
     assert len(flash) == 1
-    assert ".shared .align 16" in flash[0].ptx  # vectorised shared accesses stay aligned
+    assert ".shared .align 128" in flash[0].ptx  # vectorised shared accesses stay aligned
     biggest = max(b.nbytes for b in exe.programs["main"].buffers)
     assert biggest < _score_elements(inputs) * 4  # O(S*d), not O(S*S)
     verify_ptx(exe)
@@ -151,3 +152,41 @@ def test_sgemm_on_gpu() -> None:
     a, b = torch.randn(512, 384, generator=g), torch.randn(384, 256, generator=g)
     fn = accel.compile(Matmul(), (a, b), options={"target": "nvgpu", "cache": False})
     torch.testing.assert_close(torch.as_tensor(fn(a, b)), a @ b, rtol=1e-4, atol=1e-4)
+
+
+#: Blocked WMMA (64 x 64 x 32 tiles, 4 warps, shared slices): f16 into f16 (f32 sums, one
+#: rounding), batched f16 into f32, and tf32.
+WMMA_BLOCKED = {
+    "f16": ((64, 96), (96, 128), torch.float16, "default"),
+    "bmm-f16-f32": ((2, 64, 32), (2, 32, 64), torch.float16, "mixed_fp16_fp32"),
+    "tf32": ((128, 64), (64, 64), torch.float32, "tf32"),
+}
+
+
+@pytest.mark.parametrize("name", list(WMMA_BLOCKED))
+def test_blocked_wmma_matches_eager_on_host(name: str) -> None:
+    a_shape, b_shape, dtype, mode = WMMA_BLOCKED[name]
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(*a_shape, generator=g).to(dtype)
+    b = torch.randn(*b_shape, generator=g).to(dtype)
+    text = import_program(Matmul(), (a, b), func_name="main").module.operation.get_asm()
+    opts = resolve({**CROSS, "mm_conv_precision_mode": mode})
+    exe = get_target("nvgpu").compile(text, opts)
+    ptx = [k.ptx for k in exe.kernels.values() if "wmma.mma" in k.ptx]
+    assert len(ptx) == 1 and "bar.sync" in ptx[0]
+    assert ".shared .align 128" in ptx[0]  # WMMA pointers: 32-byte aligned
+    assert re.search(r"wmma\.load\.a\.sync\.aligned\.row\.m16n16k\d+\.shared", ptx[0])
+    if toolkit.ptxas_path() is not None:
+        verify_ptx(exe)
+    got = emulate_kernels(text, opts)["main"](a.numpy(), b.numpy())
+    q = (lambda t: t.double()) if mode != "tf32" else \
+        (lambda t: torch.from_numpy(_tf32(t.numpy())).double())
+    want = (q(a) @ q(b)).numpy()
+    tol = 2e-3 if dtype == torch.float16 else 1e-4
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=tol, atol=tol)
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    b = x.view(np.uint32).astype(np.uint64)
+    finite = (b & 0x7F800000) != 0x7F800000
+    return np.where(finite, (b + 0x1000) & 0xFFFFE000, b).astype(np.uint32).view(np.float32)

@@ -217,12 +217,13 @@ def test_nvgpu_modes_pick_tensor_cores_ptxas_accepts(imported, mode: str) -> Non
 
 
 def test_nvgpu_int8_wmma_kernel_on_host() -> None:
-    """The s8 -> s32 WMMA kernel (tile loops on the host) wraps exactly like torch."""
+    """The s8 -> s32 WMMA kernel (blocked: shared slices, spread rows; tile loops on the
+    host) wraps exactly like torch."""
     from accel.frontend.torch_import import import_program
     from accel.targets.nvgpu.emulate import emulate_kernels
 
     g = torch.Generator().manual_seed(3)
-    a, b = torch.randint(-300, 300, (32, 48), generator=g), torch.randint(-300, 300, (48, 16),
+    a, b = torch.randint(-300, 300, (64, 96), generator=g), torch.randint(-300, 300, (96, 64),
                                                                           generator=g)
     program = import_program(IntMatmul(), (a, b), func_name="main")
     opts = resolve({**CROSS, "mm_conv_precision_mode": "mixed_int8_int32"})
@@ -248,7 +249,7 @@ def test_wmma_emulation_refuses_what_it_cannot_mean() -> None:
 
 @needs_ptxas
 def test_nvgpu_int8_tensor_cores(tmp_path) -> None:
-    a = torch.randint(-300, 300, (32, 16))
+    a = torch.randint(-300, 300, (64, 32))
     exe = accel.compile(IntMatmul(), (a, a.T.contiguous()), options={
         **CROSS, "mm_conv_precision_mode": "mixed_int8_int32"})
     ptx = "".join(k.ptx for k in exe.compiled.kernels.values())

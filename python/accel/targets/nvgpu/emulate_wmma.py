@@ -21,7 +21,7 @@ import re
 
 from accel.diagnostics import AccelError
 
-_V = r"%[\w$.-]+"
+_V = r"%[\w$.-]+(?:#\d+)?"
 _FRAG = r'!gpu\.mma_matrix<(\d+)x(\d+)x(\w+), "(\w+)">'
 _LOAD = re.compile(rf"^\s*({_V}) = gpu\.subgroup_mma_load_matrix ({_V})\[([^\]]*)\] "
                    rf"\{{leadDimension = (\d+) : index\}} : (memref<[^,>]*>) -> {_FRAG}$")

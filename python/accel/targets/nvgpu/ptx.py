@@ -43,9 +43,10 @@ _SHARED = re.compile(r"^(@\S+ = .*addrspace\(3\) global [^\n]*?)(, align \d+)?$"
 
 
 def _align_shared(llvm_ir: str) -> str:
-    """Shared-memory globals 16-byte aligned: the vectorisers may widen their accesses to
-    v4 loads, which fault on a 4-aligned base (found with the proven H100 lowering)."""
-    return _SHARED.sub(r"\1, align 16", llvm_ir)
+    """Shared-memory globals 128-byte aligned: the vectorisers may widen their accesses to
+    v4 loads, which fault on a 4-aligned base (found with the proven H100 lowering), and
+    WMMA loads from shared memory need 32-byte aligned pointers."""
+    return _SHARED.sub(r"\1, align 128", llvm_ir)
 
 
 @cache
