@@ -401,13 +401,16 @@ def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
     return found
 
 
-def replace_with_function_body(op: Operation, helper: Module) -> None:
+def replace_with_function_body(op: Operation, helper: Module,
+                               operands: list[ir.Value] | None = None) -> None:
     """Replace single-result `op` by the body of `helper`'s first function, whose arguments
-    stand for op's operands and whose returned value for its result (a textual rewrite's
-    inlining: no call, so other functions of the module are left as they are)."""
+    stand for `operands` (default: op's operands) and whose returned value for its result
+    (a textual rewrite's inlining: no call, so other functions of the module are left as
+    they are)."""
     func = helper.body.operations[0]
     block = func.regions[0].blocks[0]
-    for arg, value in zip(block.arguments, op.operands, strict=True):
+    values = list(op.operands) if operands is None else operands
+    for arg, value in zip(block.arguments, values, strict=True):
         arg.replace_all_uses_with(value)
     body = list(block.operations)
     for inner in body[:-1]:

@@ -57,8 +57,9 @@ MODES: dict[str, tuple[str, str, str]] = {
 
 #: The named ops whose multiplies and adds the mode governs (quantized variants, with
 #: zero-point operands, have four inputs and are not matched).
-_OPS = re.compile(r"linalg\.((batch_)?(matmul|matvec|vecmat|reduce_matmul)(_transpose_[ab])?|"
-                  r"dot|contract|(depthwise_)?conv_\w+)")
+CONTRACTIONS = re.compile(
+    r"linalg\.((batch_)?(matmul|matvec|vecmat|reduce_matmul)(_transpose_[ab])?|"
+    r"dot|contract|(depthwise_)?conv_\w+)")
 _FLOATS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 #: Attributes the custom syntax derives itself.
 _DERIVED = ("operandSegmentSizes", "linalg.memoized_indexing_maps", "indexing_maps")
@@ -128,7 +129,13 @@ def _cast(name: str, value: str, t: ir.RankedTensorType, dst: str, loc: str) -> 
     return lines, out
 
 
-def _named_op(op: Operation, ins: list[str], types: list[str], loc: str) -> str:
+def location_text(op: Operation) -> str:
+    """`op`'s location as MLIR text, to put after the ops that replace it."""
+    text = str(op.location)
+    return text if text.startswith("loc(") else f"loc({text})"
+
+
+def named_op(op: Operation, ins: list[str], types: list[str], loc: str) -> str:
     """`op` re-stated in custom syntax on new operands/types (the parser rebuilds its body
     with the casts the mixed types need)."""
     attrs = [f"{n} = {op.attributes[n]}" for n in op.attributes if n not in _DERIVED]
@@ -150,7 +157,7 @@ class MatmulPrecision(ModulePass):
 
     def apply(self, module: Operation) -> None:
         for op in ops_named(module):
-            if _OPS.fullmatch(op.name):
+            if CONTRACTIONS.fullmatch(op.name):
                 self._rewrite(op)
 
     def _rewrite(self, op: Operation) -> None:
@@ -171,8 +178,7 @@ class MatmulPrecision(ModulePass):
                               f"convolutions; {op.name} computes in {elt}")
         if self.mode != "tf32" and elts[:2] == [operand, operand] and elts[2] == acc:
             return  # already at this precision
-        loc = f"loc({op.location})" if not str(op.location).startswith("loc(") \
-            else str(op.location)
+        loc = location_text(op)
         lines: list[str] = []
         new_values, new_types = [], []
         for i, (t, dst) in enumerate(zip(types, (operand, operand, acc), strict=True)):
@@ -184,7 +190,7 @@ class MatmulPrecision(ModulePass):
             lines += cast
             new_values.append(f"%v{i}")
             new_types.append(cast_type)
-        lines.append(_named_op(op, new_values, new_types, loc))
+        lines.append(named_op(op, new_values, new_types, loc))
         result = "%r"
         if new_types[2] != str(types[2]):
             back, _ = _cast("back", "%r", ir.RankedTensorType.parse(new_types[2]), elts[2], loc)

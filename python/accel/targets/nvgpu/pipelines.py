@@ -39,6 +39,13 @@ TENSOR_CORES = "accel-nvgpu-tensor-core-matmul"
 #: >= 1 unless `disable_reduce_reduce_fusion`: f32 attention chains -> one flash-style
 #: kernel (online softmax, K/V tiles in shared memory, no S x S scores).
 FLASH_ATTENTION = "accel-nvgpu-flash-attention"
+#: Around FUSE at opt_level >= 1: half-precision operands read directly instead of through
+#: the f32 copies torch's CPU decompositions make (exact, and tensor cores can take them),
+#: then every matmul/convolution outlined, so that elementwise fusion (which turns a named
+#: matmul consumer into a generic) leaves them named for the kernel passes; INLINE_BACK
+#: puts them back after the fusion.
+BEFORE_FUSE = ["accel-fold-matmul-upcasts", "accel-outline-contractions"]
+INLINE_BACK = "inline"
 #: After FUSE (its reshape propagation would turn the batch_matmul into a generic) unless
 #: `disable_tensor_core`: NCHW convolutions of tensor-core sizes -> im2col + batch_matmul,
 #: which TENSOR_CORES then maps to WMMA.
@@ -108,7 +115,9 @@ def pipelines(opts: Mapping[str, Any], *, kernels: bool = True
     if opts["opt_level"] >= 1:
         if kernels and not opts.get("disable_reduce_reduce_fusion"):
             fuse.append(FLASH_ATTENTION)
+        fuse += BEFORE_FUSE
         fuse += [p for flag, p in FUSE if flag is None or not opts[flag]]
+        fuse.append(INLINE_BACK)
     mode = TENSOR_CORE_MODES.get(opts.get("mm_conv_precision_mode", "default"), "")
     wmma = kernels and not opts["disable_tensor_core"]
     if wmma:
