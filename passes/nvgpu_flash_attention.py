@@ -22,8 +22,11 @@ queries. The kernel is written on memrefs inside the tensor function
 bufferization and elementwise fusion (which would merge the softmax's generics).
 
 Matched: what `match_attention` matches, all f32 with static shapes (SDPA upcasts f16
-inputs to f32 first), whose score ops are scalar `mulf`/`divf` by a constant (scale);
-chains with masks or other score operands keep the kernel-per-op path. Scalar FMA units,
+inputs to f32 first), whose score ops have one-op bodies (add, sub, mul, div, max, min,
+select) on the score, f32/i1 constants and other inputs: a scale, an additive or boolean
+mask (HF GPT-2's causal mask, SDPA's), read per score at its [batch..., row, key] with the
+matcher's broadcasts (the mask stays an input: O(S^2) only if the model made it so).
+Other score ops (tanh soft-capping, ...) keep the kernel-per-op path. Scalar FMA units,
 not tensor cores (a WMMA variant is future work).
 """
 
@@ -31,37 +34,89 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from accel.ir import Operation, ir
 from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.reduce_reduce_fusion import erase_chain, match_attention
 
+#: Score-op bodies the kernel re-states per score: one of these on f32 values.
+_SCORE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf",
+              "arith.minimumf", "arith.select")
 
-def _scalar_scale(op: Operation) -> tuple[str, float] | None:
-    """(arith op, constant) of a score generic `s <op> C`, else None."""
+
+@dataclass
+class _Step:
+    """One score op: `op` applied to operands, each "score", ("const", text, type) or
+    ("tensor", extra-input number, per-dim offsets)."""
+
+    op: str
+    operands: list[Any]
+
+
+def _score_step(op: Operation, plans: list[Any], extra: list[ir.Value]) -> _Step | None:
+    """The step of a score generic whose body is one op of _SCORE_OPS on the score, other
+    inputs (sliced per score: `plans`) and float/bool constants, else None. Tensor inputs
+    are appended to `extra` (once each)."""
     block = op.regions[0].blocks[0]
-    ops = [o.operation for o in block.operations]
-    if len(op.operands) != 2 or len(ops) != 2 or ops[0].name not in ("arith.mulf", "arith.divf"):
+    body = [o.operation for o in block.operations]
+    if len(body) != 2 or body[0].name not in _SCORE_OPS or \
+            body[1].operands[0] != body[0].results[0] or \
+            not isinstance(body[0].results[0].type, ir.F32Type):
         return None
-    arith, score = ops[0], block.arguments[0]
-    if ops[1].operands[0] != arith.results[0]:
-        return None
-    lhs, rhs = arith.operands[0], arith.operands[1]
-    if arith.name == "arith.mulf" and rhs == score:
-        lhs, rhs = rhs, lhs
-    if lhs != score:
-        return None
-    owner = rhs.owner
-    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "arith.constant" or \
-            not isinstance(owner.attributes["value"], ir.FloatAttr):
-        return None
-    return arith.name, ir.FloatAttr(owner.attributes["value"]).value
+    args = list(block.arguments)
+    operands: list[Any] = []
+    for value in body[0].operands:
+        if value in args[:-1]:
+            k = args.index(value)
+            plan = plans[k]
+            if plan is None:
+                operands.append("score")
+                continue
+            if plan.value not in extra:
+                extra.append(plan.value)
+            operands.append(("tensor", extra.index(plan.value), plan.offsets))
+            continue
+        owner = value.owner
+        if value in args or not isinstance(owner, ir.OpView | ir.Operation) or \
+                owner.name != "arith.constant":
+            return None
+        attr = owner.attributes["value"]
+        if isinstance(attr, ir.FloatAttr) and isinstance(value.type, ir.F32Type):
+            operands.append(("const", repr(ir.FloatAttr(attr).value), "f32"))
+        elif isinstance(attr, ir.IntegerAttr) and str(value.type) == "i1":
+            operands.append(("const", "true" if ir.IntegerAttr(attr).value else "false", "i1"))
+        else:
+            return None
+    return _Step(body[0].name, operands)
+
+
+def _step_lines(n: int, step: _Step, score: str, batch_index: list[str],
+                extra_types: list[str]) -> tuple[list[str], str]:
+    """Lines computing step `n` on `score` inside the key loop (row `%row`, key `%j`)."""
+    lines, names = [], []
+    for m, operand in enumerate(step.operands):
+        if operand == "score":
+            names.append(score)
+        elif operand[0] == "const":
+            lines.append(f"%k{n}_{m} = arith.constant {operand[1]} : {operand[2]}")
+            names.append(f"%k{n}_{m}")
+        else:
+            _, k, offsets = operand
+            idx = [batch_index[int(o[1:])] if o.startswith("b") else
+                   {"0": "%c0", "i": "%row", "j": "%j"}[o] for o in offsets]
+            lines.append(f"%k{n}_{m} = memref.load %X{k}[{', '.join(idx)}] : "
+                         f"{extra_types[k]}")
+            names.append(f"%k{n}_{m}")
+    lines.append(f"%sv{n} = {step.op} {', '.join(names)} : f32")
+    return lines, f"%sv{n}"
 
 
 @dataclass
 class _Shape:
     batch: int
     batched: bool
+    batch_shape: list[int]  # the softmax space's batch dims (their product is `batch`)
     m: int
     n: int
     d: int
@@ -76,9 +131,10 @@ def _f32_static(value: ir.Value) -> ir.RankedTensorType | None:
     return t if t.has_static_shape and isinstance(t.element_type, ir.F32Type) else None
 
 
-def render(shape: _Shape, scales: list[tuple[str, float]], guard: bool, bq: int,
+def render(shape: _Shape, steps: list[_Step], extra_types: list[str], guard: bool, bq: int,
            bk: int) -> str:
-    """The kernel as a private function on tensors (inlined in place of the chain)."""
+    """The kernel as a private function on tensors (inlined in place of the chain); its
+    arguments: Q, K^T, V, then the score ops' tensor inputs (`extra_types`)."""
     s = shape
     pre = f"{s.batch}x" if s.batched else ""
     tq, tk = f"tensor<{pre}{s.m}x{s.d}xf32>", f"tensor<{pre}{s.d}x{s.n}xf32>"
@@ -87,17 +143,32 @@ def render(shape: _Shape, scales: list[tuple[str, float]], guard: bool, bq: int,
     b = "%by, " if s.batched else ""
     wg = "#gpu.address_space<workgroup>"
     ksh, vsh = f"memref<{s.d}x{bk}xf32, {wg}>", f"memref<{bk}x{s.dv}xf32, {wg}>"
-    scale_lines = []
+    # The batch item's index in each batch dimension (the launch's y is their product).
+    batch_index, rest = [], "%by"
+    for k in reversed(range(len(s.batch_shape))):
+        batch_index.insert(0, f"%bi{k}")
+    index_lines = []
+    for k in reversed(range(len(s.batch_shape))):
+        index_lines += [f"%bs{k} = arith.constant {s.batch_shape[k]} : index",
+                        f"%bi{k} = arith.remui {rest}, %bs{k} : index",
+                        f"%bq{k} = arith.divui {rest}, %bs{k} : index"]
+        rest = f"%bq{k}"
+    memref_types = [t.replace("tensor", "memref") for t in extra_types]
+    scale_lines = ["%j = arith.addi %j0, %jj : index"]
     value = "%dot"
-    for n, (op, c) in enumerate(scales):
-        scale_lines += [f"%sc{n} = arith.constant {c!r} : f32",
-                        f"%sv{n} = {op} {value}, %sc{n} : f32"]
-        value = f"%sv{n}"
+    for n, step in enumerate(steps):
+        lines, value = _step_lines(n, step, value, batch_index, memref_types)
+        scale_lines += lines
+    extra_args = "".join(f", %x{k}: {t}" for k, t in enumerate(extra_types))
+    extra_buffers = "\n".join(
+        f"  %X{k} = bufferization.to_buffer %x{k} read_only : {t} to {memref_types[k]}"
+        for k, t in enumerate(extra_types))
     finish = (["%allinf = arith.cmpf oeq, %mfin, %ninf : f32",
                "%safe = arith.select %allinf, %zero, %o : f32"] if guard
               else ["%safe = arith.addf %o, %zero : f32"])
     body = f"""
-func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}) -> {to} {{
+func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}{extra_args}) -> {to} {{
+{extra_buffers}
   %Q = bufferization.to_buffer %q read_only : {tq} to {mq}
   %K = bufferization.to_buffer %kt read_only : {tk} to {mk}
   %V = bufferization.to_buffer %v read_only : {tv} to {mv}
@@ -124,6 +195,7 @@ func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}) -> {to} {{
     %qr = memref.alloca() : memref<{s.d}xf32>
     %acc = memref.alloca() : memref<{s.dv}xf32>
     %st = memref.alloca() : memref<{bk}xf32>
+    {chr(10).join('    ' + x for x in index_lines).strip()}
     %r0 = arith.muli %bx, %BQ : index
     %row = arith.addi %r0, %tx : index
     %valid = arith.cmpi ult, %row, %M : index
@@ -255,9 +327,13 @@ class NvgpuFlashAttention(ModulePass):
         att = match_attention(mm2)
         if att is None:
             return
-        scales = [_scalar_scale(op) for op in att.score_ops]
-        if any(x is None for x in scales):
-            return  # masks and other tensor operands: the kernel-per-op path
+        extra: list[ir.Value] = []
+        steps = [_score_step(op, plans, extra)
+                 for op, plans in zip(att.score_ops, att.operands, strict=True)]
+        if any(x is None for x in steps) or \
+                any(not isinstance(x.type, ir.RankedTensorType) or
+                    not ir.RankedTensorType(x.type).has_static_shape for x in extra):
+            return  # other score ops: the kernel-per-op path
         q, kt, v = att.mm1.operands[0], att.mm1.operands[1], att.mm2.operands[1]
         types = [_f32_static(x) for x in (q, kt, v, att.mm2.results[0])]
         if any(t is None for t in types):
@@ -265,14 +341,16 @@ class NvgpuFlashAttention(ModulePass):
         tq, tk, tv, _ = types
         batched = mm2.name == "linalg.batch_matmul"
         shape = _Shape(batch=tq.shape[0] if batched else 1, batched=batched,
-                       m=tq.shape[-2], n=tk.shape[-1], d=tq.shape[-1], dv=tv.shape[-1])
+                       batch_shape=list(att.batch_shape), m=tq.shape[-2], n=tk.shape[-1],
+                       d=tq.shape[-1], dv=tv.shape[-1])
         bq = self.block_q if shape.m >= self.block_q else 32
-        text = render(shape, [x for x in scales if x is not None], att.guard_input is not None,
-                      bq, self.block_k)
+        text = render(shape, [x for x in steps if x is not None],
+                      [str(x.type) for x in extra], att.guard_input is not None, bq,
+                      self.block_k)
         helper = ir.Module.parse(text, mm2.context)
         func = helper.body.operations[0]
         entry = func.regions[0].blocks[0]
-        for arg, value in zip(entry.arguments, (q, kt, v), strict=True):
+        for arg, value in zip(entry.arguments, (q, kt, v, *extra), strict=True):
             arg.replace_all_uses_with(value)
         inner = [o.operation for o in entry.operations]
         for op in inner[:-1]:

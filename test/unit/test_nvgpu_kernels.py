@@ -37,10 +37,26 @@ class Naive(torch.nn.Module):
 
 
 class Causal(torch.nn.Module):
-    """A mask on the scores: not taken (the kernel-per-op path)."""
+    """SDPA's causal mask: a score op adding a -inf/0 tensor, read per score."""
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+class Masked(torch.nn.Module):
+    """An additive mask broadcast over heads ([B, 1, S, S]) and a fully masked row (row 0
+    of batch 1: -inf everywhere): eager's naive softmax gives NaN there."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.25 + mask, -1) @ v
+
+
+class Softcap(torch.nn.Module):
+    """tanh on the scores (a body the kernel does not re-state): the kernel-per-op path."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(torch.tanh(q @ k.transpose(-1, -2)), -1) @ v
 
 
 def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
@@ -50,9 +66,16 @@ def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         "sdpa-f16": (Sdpa(), (1, 2, 80, 16), torch.float16),
         "naive": (Naive(), (2, 70, 24), torch.float32),
         "causal": (Causal(), (1, 2, 40, 8), torch.float32),
+        "masked": (Masked(), (2, 2, 40, 8), torch.float32),
+        "softcap": (Softcap(), (2, 40, 8), torch.float32),
     }
     model, shape, dtype = shapes[name]
-    return model, tuple(torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
+    inputs = tuple(torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
+    if name == "masked":
+        mask = torch.where(torch.rand(2, 1, 40, 40, generator=g) < 0.3, -math.inf, 0.0)
+        mask[1, 0, 0, :] = -math.inf
+        inputs = (*inputs, mask)
+    return model, inputs
 
 
 def _compiled(name: str, **options):  # noqa: ANN202, ANN003 - test helper
@@ -69,7 +92,7 @@ def _score_elements(inputs: tuple[torch.Tensor, ...]) -> int:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive"])
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked"])
 def test_one_kernel_no_score_buffer(name: str) -> None:
     """One kernel with barriers does the attention; no buffer as large as the scores."""
     _, inputs = _case(name)
@@ -78,13 +101,13 @@ def test_one_kernel_no_score_buffer(name: str) -> None:
     flash = [k for k in exe.kernels.values() if "bar.sync" in k.ptx]
     assert len(flash) == 1
     assert ".shared .align 128" in flash[0].ptx  # vectorised shared accesses stay aligned
-    biggest = max(b.nbytes for b in exe.programs["main"].buffers)
-    assert biggest < _score_elements(inputs) * 4  # O(S*d), not O(S*S)
+    made = [b.nbytes for b in exe.programs["main"].buffers if b.kind != "arg"]
+    assert max(made) < _score_elements(inputs) * 4  # O(S*d), not O(S*S) (inputs aside)
     verify_ptx(exe)
 
 
-def test_option_off_and_masks_keep_the_score_matrix() -> None:
-    for name, options in (("naive", {"disable_reduce_reduce_fusion": True}), ("causal", {})):
+def test_option_off_and_other_score_ops_keep_the_score_matrix() -> None:
+    for name, options in (("naive", {"disable_reduce_reduce_fusion": True}), ("softcap", {})):
         _, inputs = _case(name)
         _, _, exe = _compiled(name, **options)
         assert not any("bar.sync" in k.ptx for k in exe.kernels.values())
@@ -92,10 +115,11 @@ def test_option_off_and_masks_keep_the_score_matrix() -> None:
             _score_elements(inputs) * 4
 
 
-@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive"])
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked"])
 def test_flash_kernel_matches_eager_on_host(name: str) -> None:
     """The kernel itself (its blocks' threads concurrently, barriers, shared tiles) on the
-    host against eager: f32 within 1e-5, f16 within its rounding."""
+    host against eager: f32 within 1e-5, f16 within its rounding; masks read per score,
+    broadcast over heads; a fully masked row NaN as eager's."""
     model, inputs = _case(name)
     text, opts, _ = _compiled(name)
     run = emulate_kernels(text, opts)["main"]
@@ -103,7 +127,9 @@ def test_flash_kernel_matches_eager_on_host(name: str) -> None:
     want = model(*inputs)
     tol = 2e-3 if inputs[0].dtype == torch.float16 else 1e-5
     np.testing.assert_allclose(got.astype(np.float64), want.double().numpy(), rtol=tol,
-                               atol=tol)
+                               atol=tol, equal_nan=True)
+    if name == "masked":
+        assert np.isnan(got[1, :, 0]).all() and not np.isnan(got[0]).any()
 
 
 @pytest.mark.gpu
