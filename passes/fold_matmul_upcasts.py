@@ -29,7 +29,7 @@ from accel.passes.base import ModulePass, ops_named, register_pass, replace_with
 from accel.passes.matmul_precision import CONTRACTIONS, location_text, named_op
 
 
-def _upcast_source(value: ir.Value, acc: ir.Type) -> ir.Value | None:
+def upcast_source(value: ir.Value, acc: ir.Type) -> ir.Value | None:
     """The f16/bf16 tensor `value` is an elementwise `extf` of (to `acc`), else None."""
     owner = value.owner
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "linalg.generic":
@@ -72,7 +72,7 @@ class FoldMatmulUpcasts(ModulePass):
             if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
                 continue
             acc = ir.RankedTensorType(op.operands[2].type).element_type
-            sources = [_upcast_source(op.operands[i], acc) for i in range(2)]
+            sources = [upcast_source(op.operands[i], acc) for i in range(2)]
             # Both or neither: a mixed f16 x f32 op would keep one f32 copy anyway.
             if sources[0] is None or sources[1] is None:
                 continue

@@ -33,11 +33,14 @@ not tensor cores (a WMMA variant is future work).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from accel.ir import Operation, ir
+from accel.passes import _nvgpu_flash_wmma
 from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.fold_matmul_upcasts import upcast_source
 from accel.passes.reduce_reduce_fusion import erase_chain, match_attention
 
 #: Score-op bodies the kernel re-states per score: one of these on f32 values.
@@ -131,6 +134,34 @@ def _f32_static(value: ir.Value) -> ir.RankedTensorType | None:
     return t if t.has_static_shape and isinstance(t.element_type, ir.F32Type) else None
 
 
+def _common(s: _Shape, steps: list[_Step], extra_types: list[str]) -> tuple[
+        list[str], Callable[[str], tuple[list[str], str]], str, str]:
+    """What both kernels share: the lines splitting the launch's y into the batch indices
+    (`%bi<k>`), a function giving the score ops' lines on a score value (at `%row`, `%j`),
+    the extra (mask) arguments and their `to_buffer`s."""
+    batch_index = [f"%bi{k}" for k in range(len(s.batch_shape))]
+    index_lines, rest = [], "%by"
+    for k in reversed(range(len(s.batch_shape))):
+        index_lines += [f"%bs{k} = arith.constant {s.batch_shape[k]} : index",
+                        f"%bi{k} = arith.remui {rest}, %bs{k} : index",
+                        f"%bq{k} = arith.divui {rest}, %bs{k} : index"]
+        rest = f"%bq{k}"
+    memref_types = [t.replace("tensor", "memref") for t in extra_types]
+
+    def score_lines(score: str) -> tuple[list[str], str]:
+        lines, value = [], score
+        for n, step in enumerate(steps):
+            more, value = _step_lines(n, step, value, batch_index, memref_types)
+            lines += more
+        return lines, value
+
+    extra_args = "".join(f", %x{k}: {t}" for k, t in enumerate(extra_types))
+    extra_buffers = "\n".join(
+        f"  %X{k} = bufferization.to_buffer %x{k} read_only : {t} to {memref_types[k]}"
+        for k, t in enumerate(extra_types))
+    return index_lines, score_lines, extra_args, extra_buffers
+
+
 def render(shape: _Shape, steps: list[_Step], extra_types: list[str], guard: bool, bq: int,
            bk: int) -> str:
     """The kernel as a private function on tensors (inlined in place of the chain); its
@@ -143,26 +174,9 @@ def render(shape: _Shape, steps: list[_Step], extra_types: list[str], guard: boo
     b = "%by, " if s.batched else ""
     wg = "#gpu.address_space<workgroup>"
     ksh, vsh = f"memref<{s.d}x{bk}xf32, {wg}>", f"memref<{bk}x{s.dv}xf32, {wg}>"
-    # The batch item's index in each batch dimension (the launch's y is their product).
-    batch_index, rest = [], "%by"
-    for k in reversed(range(len(s.batch_shape))):
-        batch_index.insert(0, f"%bi{k}")
-    index_lines = []
-    for k in reversed(range(len(s.batch_shape))):
-        index_lines += [f"%bs{k} = arith.constant {s.batch_shape[k]} : index",
-                        f"%bi{k} = arith.remui {rest}, %bs{k} : index",
-                        f"%bq{k} = arith.divui {rest}, %bs{k} : index"]
-        rest = f"%bq{k}"
-    memref_types = [t.replace("tensor", "memref") for t in extra_types]
-    scale_lines = ["%j = arith.addi %j0, %jj : index"]
-    value = "%dot"
-    for n, step in enumerate(steps):
-        lines, value = _step_lines(n, step, value, batch_index, memref_types)
-        scale_lines += lines
-    extra_args = "".join(f", %x{k}: {t}" for k, t in enumerate(extra_types))
-    extra_buffers = "\n".join(
-        f"  %X{k} = bufferization.to_buffer %x{k} read_only : {t} to {memref_types[k]}"
-        for k, t in enumerate(extra_types))
+    index_lines, score_lines, extra_args, extra_buffers = _common(s, steps, extra_types)
+    lines, value = score_lines("%dot")
+    scale_lines = ["%j = arith.addi %j0, %jj : index", *lines]
     finish = (["%allinf = arith.cmpf oeq, %mfin, %ninf : f32",
                "%safe = arith.select %allinf, %zero, %o : f32"] if guard
               else ["%safe = arith.addf %o, %zero : f32"])
@@ -303,6 +317,17 @@ func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}{extra_args}) -> {to} {{
     return body
 
 
+def _half_model(v: ir.Value) -> bool:
+    """V is an elementwise upcast of an f16 tensor: the model computes in f16 (SDPA's CPU
+    decomposition upcasts), so tensor cores' f16 operands lose nothing it had."""
+    while isinstance(v.owner, ir.OpView | ir.Operation) and \
+            v.owner.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+        v = v.owner.operands[0]
+    source = upcast_source(v, ir.F32Type.get())
+    return source is not None and \
+        isinstance(ir.RankedTensorType(source.type).element_type, ir.F16Type)
+
+
 @register_pass
 @dataclass(frozen=True)
 class NvgpuFlashAttention(ModulePass):
@@ -313,6 +338,8 @@ class NvgpuFlashAttention(ModulePass):
     block_q: int = 64
     #: Keys per shared-memory tile.
     block_k: int = 32
+    #: f16 models (V an upcast of f16) of fitting sizes on tensor cores (`_nvgpu_flash_wmma`).
+    tensor_cores: bool = True
 
     def apply(self, module: Operation) -> None:
         if self.block_q < 32 or self.block_q > 1024 or self.block_q % 32 or self.block_k < 1:
@@ -344,9 +371,17 @@ class NvgpuFlashAttention(ModulePass):
                        batch_shape=list(att.batch_shape), m=tq.shape[-2], n=tk.shape[-1],
                        d=tq.shape[-1], dv=tv.shape[-1])
         bq = self.block_q if shape.m >= self.block_q else 32
-        text = render(shape, [x for x in steps if x is not None],
-                      [str(x.type) for x in extra], att.guard_input is not None, bq,
-                      self.block_k)
+        chosen = [x for x in steps if x is not None]
+        extra_types = [str(x.type) for x in extra]
+        guard = att.guard_input is not None
+        if self.tensor_cores and _half_model(v) and \
+                _nvgpu_flash_wmma.fits(shape.m, shape.n, shape.d, shape.dv):
+            index_lines, score_lines, extra_args, extra_buffers = \
+                _common(shape, chosen, extra_types)
+            text = _nvgpu_flash_wmma.render(shape, score_lines, index_lines, extra_args,
+                                            extra_buffers, guard)
+        else:
+            text = render(shape, chosen, extra_types, guard, bq, self.block_k)
         helper = ir.Module.parse(text, mm2.context)
         func = helper.body.operations[0]
         entry = func.regions[0].blocks[0]

@@ -67,6 +67,9 @@ def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         "naive": (Naive(), (2, 70, 24), torch.float32),
         "causal": (Causal(), (1, 2, 40, 8), torch.float32),
         "masked": (Masked(), (2, 2, 40, 8), torch.float32),
+        # f16 of tensor-core sizes (64-row blocks, 32-key tiles, d % 16): the WMMA kernel
+        "sdpa-f16-wmma": (Sdpa(), (1, 2, 128, 64), torch.float16),
+        "causal-f16-wmma": (Causal(), (2, 2, 64, 32), torch.float16),
         "softcap": (Softcap(), (2, 40, 8), torch.float32),
     }
     model, shape, dtype = shapes[name]
@@ -92,7 +95,8 @@ def _score_elements(inputs: tuple[torch.Tensor, ...]) -> int:
 
 
 @needs_ptxas
-@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked"])
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked",
+                                  "sdpa-f16-wmma", "causal-f16-wmma"])
 def test_one_kernel_no_score_buffer(name: str) -> None:
     """One kernel with barriers does the attention; no buffer as large as the scores."""
     _, inputs = _case(name)
@@ -101,9 +105,17 @@ def test_one_kernel_no_score_buffer(name: str) -> None:
     flash = [k for k in exe.kernels.values() if "bar.sync" in k.ptx]
     assert len(flash) == 1
     assert ".shared .align 128" in flash[0].ptx  # vectorised shared accesses stay aligned
+    # f16 models of tensor-core sizes: S = Q K^T and O += P V on WMMA; others FMA units
+    assert ("wmma.mma.sync" in flash[0].ptx) == name.endswith("-wmma")
     made = [b.nbytes for b in exe.programs["main"].buffers if b.kind != "arg"]
     assert max(made) < _score_elements(inputs) * 4  # O(S*d), not O(S*S) (inputs aside)
     verify_ptx(exe)
+
+
+def test_disable_tensor_core_keeps_flash_on_the_fma_units() -> None:
+    _, _, exe = _compiled("sdpa-f16-wmma", disable_tensor_core=True)
+    flash = [k for k in exe.kernels.values() if "bar.sync" in k.ptx]
+    assert len(flash) == 1 and "mma" not in flash[0].ptx
 
 
 def test_option_off_and_other_score_ops_keep_the_score_matrix() -> None:
@@ -115,7 +127,8 @@ def test_option_off_and_other_score_ops_keep_the_score_matrix() -> None:
             _score_elements(inputs) * 4
 
 
-@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked"])
+@pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked",
+                                  "sdpa-f16-wmma", "causal-f16-wmma"])
 def test_flash_kernel_matches_eager_on_host(name: str) -> None:
     """The kernel itself (its blocks' threads concurrently, barriers, shared tiles) on the
     host against eager: f32 within 1e-5, f16 within its rounding; masks read per score,
@@ -134,12 +147,14 @@ def test_flash_kernel_matches_eager_on_host(name: str) -> None:
 
 @pytest.mark.gpu
 @needs_gpu
-def test_flash_attention_on_gpu() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_flash_attention_on_gpu(dtype: torch.dtype) -> None:
     g = torch.Generator().manual_seed(1)
-    inputs = tuple(torch.randn(2, 4, 512, 64, generator=g) for _ in range(3))
+    inputs = tuple(torch.randn(2, 4, 512, 64, generator=g).to(dtype) for _ in range(3))
     fn = accel.compile(Sdpa(), inputs, options={"target": "nvgpu", "cache": False})
-    torch.testing.assert_close(torch.as_tensor(fn(*inputs)), Sdpa()(*inputs), rtol=1e-4,
-                               atol=1e-4)
+    tol = 2e-3 if dtype == torch.float16 else 1e-4
+    torch.testing.assert_close(torch.as_tensor(fn(*inputs)), Sdpa()(*inputs), rtol=tol,
+                               atol=tol)
 
 
 class Matmul(torch.nn.Module):

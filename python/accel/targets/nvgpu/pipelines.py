@@ -114,7 +114,8 @@ def pipelines(opts: Mapping[str, Any], *, kernels: bool = True
     fuse = precision_passes(opts)
     if opts["opt_level"] >= 1:
         if kernels and not opts.get("disable_reduce_reduce_fusion"):
-            fuse.append(FLASH_ATTENTION)
+            fuse.append(FLASH_ATTENTION + ("{tensor-cores=false}" if opts["disable_tensor_core"]
+                                           else ""))
         fuse += BEFORE_FUSE
         fuse += [p for flag, p in FUSE if flag is None or not opts[flag]]
         fuse.append(INLINE_BACK)
