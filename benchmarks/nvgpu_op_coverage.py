@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "unit"))
 
 def main() -> int:
     import accel
+    import accel.options
     import numpy as np
     import test_op_coverage as suite
     import torch
