@@ -25,8 +25,18 @@ KEYS = 32        # keys per tile
 THREADS = 128
 
 
+#: Static shared memory a block may use without the opt-in for more (CUDA: 48 KiB).
+SHARED_LIMIT = 48 * 1024
+
+
+def shared_bytes(dv: int) -> int:
+    """Shared memory of one block: S (f32), P (f16), O (f32) tiles, row maxima and sums."""
+    return ROWS * ((KEYS + 8) * 4 + (KEYS + 16) * 2 + (dv + 8) * 4 + 2 * 2 * 4)
+
+
 def fits(m: int, n: int, d: int, dv: int) -> bool:
-    return m % ROWS == 0 and n % KEYS == 0 and d % 16 == 0 and dv % 16 == 0
+    return m % ROWS == 0 and n % KEYS == 0 and d % 16 == 0 and dv % 16 == 0 and \
+        shared_bytes(dv) <= SHARED_LIMIT
 
 
 def _cast(name: str, value: str, shape: list[int], src: str, dst: str, op: str) -> list[str]:

@@ -342,9 +342,10 @@ class NvgpuFlashAttention(ModulePass):
     tensor_cores: bool = True
 
     def apply(self, module: Operation) -> None:
-        if self.block_q < 32 or self.block_q > 1024 or self.block_q % 32 or self.block_k < 1:
+        if self.block_q < 32 or self.block_q > 1024 or self.block_q % 32 or \
+                not 1 <= self.block_k <= 1024:
             self.fail(module, f"block-q must be a multiple of 32 from 32 to 1024 and block-k "
-                              f"at least 1, got {self.block_q} and {self.block_k}")
+                              f"from 1 to 1024, got {self.block_q} and {self.block_k}")
         for op in ops_named(module, ("linalg.batch_matmul", "linalg.matmul")):
             if op.parent is None:
                 continue  # erased with an earlier chain
@@ -381,7 +382,11 @@ class NvgpuFlashAttention(ModulePass):
             text = _nvgpu_flash_wmma.render(shape, score_lines, index_lines, extra_args,
                                             extra_buffers, guard)
         else:
-            text = render(shape, chosen, extra_types, guard, bq, self.block_k)
+            # The K^T and V tiles must fit a block's static shared memory (48 KiB).
+            bk = min(self.block_k, _nvgpu_flash_wmma.SHARED_LIMIT // (4 * (shape.d + shape.dv)))
+            if bk < 1:
+                return
+            text = render(shape, chosen, extra_types, guard, bq, bk)
         helper = ir.Module.parse(text, mm2.context)
         func = helper.body.operations[0]
         entry = func.regions[0].blocks[0]

@@ -70,6 +70,9 @@ def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         # f16 of tensor-core sizes (64-row blocks, 32-key tiles, d % 16): the WMMA kernel
         "sdpa-f16-wmma": (Sdpa(), (1, 2, 128, 64), torch.float16),
         "causal-f16-wmma": (Causal(), (2, 2, 64, 32), torch.float16),
+        # d = 256: the WMMA kernel's O tile would pass 48 KiB of shared memory; the FMA
+        # kernel shrinks its key tiles to fit
+        "sdpa-f16-d256": (Sdpa(), (1, 1, 64, 256), torch.float16),
         "softcap": (Softcap(), (2, 40, 8), torch.float32),
     }
     model, shape, dtype = shapes[name]
@@ -96,7 +99,7 @@ def _score_elements(inputs: tuple[torch.Tensor, ...]) -> int:
 
 @needs_ptxas
 @pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked",
-                                  "sdpa-f16-wmma", "causal-f16-wmma"])
+                                  "sdpa-f16-wmma", "causal-f16-wmma", "sdpa-f16-d256"])
 def test_one_kernel_no_score_buffer(name: str) -> None:
     """One kernel with barriers does the attention; no buffer as large as the scores."""
     _, inputs = _case(name)
@@ -107,6 +110,9 @@ def test_one_kernel_no_score_buffer(name: str) -> None:
     assert ".shared .align 128" in flash[0].ptx  # vectorised shared accesses stay aligned
     # f16 models of tensor-core sizes: S = Q K^T and O += P V on WMMA; others FMA units
     assert ("wmma.mma.sync" in flash[0].ptx) == name.endswith("-wmma")
+    shared = sum(int(x) for x in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]",
+                                            flash[0].ptx))
+    assert 0 < shared <= 48 * 1024  # static shared memory of one block
     made = [b.nbytes for b in exe.programs["main"].buffers if b.kind != "arg"]
     assert max(made) < _score_elements(inputs) * 4  # O(S*d), not O(S*S) (inputs aside)
     verify_ptx(exe)
