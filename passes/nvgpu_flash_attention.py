@@ -22,10 +22,11 @@ queries. The kernel is written on memrefs inside the tensor function
 bufferization and elementwise fusion (which would merge the softmax's generics).
 
 Matched: what `match_attention` matches, all f32 with static shapes (SDPA upcasts f16
-inputs to f32 first), whose score ops have one-op bodies (add, sub, mul, div, max, min,
-select) on the score, f32/i1 constants and other inputs: a scale, an additive or boolean
-mask (HF GPT-2's causal mask, SDPA's), read per score at its [batch..., row, key] with the
-matcher's broadcasts (the mask stays an input: O(S^2) only if the model made it so).
+inputs to f32 first), whose score ops have short bodies (add, sub, mul, div, max, min,
+select, extf, truncf) on the score, constants and other inputs: a scale, an additive or
+boolean mask (HF GPT-2's causal mask, SDPA's, an f16 mask upcast), read per score at its
+[batch..., row, key] with the matcher's broadcasts (the mask stays an input: O(S^2) only
+if the model made it so).
 Other score ops (tanh soft-capping, ...) keep the kernel-per-op path. Scalar FMA units,
 not tensor cores (a WMMA variant is future work).
 """
@@ -43,76 +44,108 @@ from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.fold_matmul_upcasts import upcast_source
 from accel.passes.reduce_reduce_fusion import erase_chain, match_attention
 
-#: Score-op bodies the kernel re-states per score: one of these on f32 values.
-_SCORE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf",
-              "arith.minimumf", "arith.select")
+#: Ops a score generic's body may hold: the kernel re-states them per score.
+_BINARY = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf",
+           "arith.minimumf")
+_CASTS = ("arith.extf", "arith.truncf")
+#: Most ops a score body may hold (a mask's cast and its add, a scale, ...).
+_MAX_BODY = 8
 
 
 @dataclass
 class _Step:
-    """One score op: `op` applied to operands, each "score", ("const", text, type) or
-    ("tensor", extra-input number, per-dim offsets)."""
+    """One score generic: its body ops, as (op name, operands, result type); an operand
+    is "score", ("const", text, type), ("tensor", extra-input number, per-dim offsets,
+    element type) or ("op", index of an earlier body op)."""
 
-    op: str
-    operands: list[Any]
+    ops: list[tuple[str, list[Any], str]]
+
+
+def _operand(value: ir.Value, args: list[ir.Value], results: list[ir.Value],
+             plans: list[Any], extra: list[ir.Value]) -> Any:
+    """How a score body op reads `value` (see _Step), or None when it cannot."""
+    if value in results:
+        return ("op", results.index(value))
+    if value in args[:-1]:
+        plan = plans[args.index(value)]
+        if plan is None:
+            return "score"
+        if plan.value not in extra:
+            extra.append(plan.value)
+        return ("tensor", extra.index(plan.value), plan.offsets, str(value.type))
+    owner = value.owner
+    if value in args or not isinstance(owner, ir.OpView | ir.Operation) or \
+            owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    if isinstance(attr, ir.FloatAttr) and str(value.type) in ("f16", "bf16", "f32"):
+        return ("const", repr(ir.FloatAttr(attr).value), str(value.type))
+    if isinstance(attr, ir.IntegerAttr) and str(value.type) == "i1":
+        return ("const", "true" if ir.IntegerAttr(attr).value else "false", "i1")
+    return None
 
 
 def _score_step(op: Operation, plans: list[Any], extra: list[ir.Value]) -> _Step | None:
-    """The step of a score generic whose body is one op of _SCORE_OPS on the score, other
-    inputs (sliced per score: `plans`) and float/bool constants, else None. Tensor inputs
-    are appended to `extra` (once each)."""
+    """The step of a score generic whose body is a short sequence of float arithmetic,
+    selects and casts on the score, other inputs (sliced per score: `plans`) and
+    constants, yielding an f32 score; else None. Tensor inputs are appended to `extra`."""
     block = op.regions[0].blocks[0]
     body = [o.operation for o in block.operations]
-    if len(body) != 2 or body[0].name not in _SCORE_OPS or \
-            body[1].operands[0] != body[0].results[0] or \
-            not isinstance(body[0].results[0].type, ir.F32Type):
+    if not 2 <= len(body) <= _MAX_BODY + 1 or len(body[-1].operands) != 1:
         return None
-    args = list(block.arguments)
-    operands: list[Any] = []
-    for value in body[0].operands:
-        if value in args[:-1]:
-            k = args.index(value)
-            plan = plans[k]
-            if plan is None:
-                operands.append("score")
-                continue
-            if plan.value not in extra:
-                extra.append(plan.value)
-            operands.append(("tensor", extra.index(plan.value), plan.offsets))
-            continue
-        owner = value.owner
-        if value in args or not isinstance(owner, ir.OpView | ir.Operation) or \
-                owner.name != "arith.constant":
+    args, results = list(block.arguments), []
+    ops: list[tuple[str, list[Any], str]] = []
+    for inner in body[:-1]:
+        if inner.name not in (*_BINARY, *_CASTS, "arith.select") or len(inner.results) != 1:
             return None
-        attr = owner.attributes["value"]
-        if isinstance(attr, ir.FloatAttr) and isinstance(value.type, ir.F32Type):
-            operands.append(("const", repr(ir.FloatAttr(attr).value), "f32"))
-        elif isinstance(attr, ir.IntegerAttr) and str(value.type) == "i1":
-            operands.append(("const", "true" if ir.IntegerAttr(attr).value else "false", "i1"))
-        else:
+        operands = [_operand(v, args, results, plans, extra) for v in inner.operands]
+        if any(x is None for x in operands):
             return None
-    return _Step(body[0].name, operands)
+        ops.append((inner.name, operands, str(inner.results[0].type)))
+        results.append(inner.results[0])
+    if body[-1].operands[0] != results[-1] or ops[-1][2] != "f32":
+        return None
+    return _Step(ops)
 
 
 def _step_lines(n: int, step: _Step, score: str, batch_index: list[str],
                 extra_types: list[str]) -> tuple[list[str], str]:
     """Lines computing step `n` on `score` inside the key loop (row `%row`, key `%j`)."""
-    lines, names = [], []
-    for m, operand in enumerate(step.operands):
-        if operand == "score":
-            names.append(score)
-        elif operand[0] == "const":
-            lines.append(f"%k{n}_{m} = arith.constant {operand[1]} : {operand[2]}")
-            names.append(f"%k{n}_{m}")
+    lines: list[str] = []
+    for i, (name, operands, rtype) in enumerate(step.ops):
+        names = []
+        for m, operand in enumerate(operands):
+            if operand == "score":
+                names.append(score)
+            elif operand[0] == "op":
+                names.append(f"%score{n}_{operand[1]}")
+            elif operand[0] == "const":
+                lines.append(f"%sk{n}_{i}_{m} = arith.constant {operand[1]} : {operand[2]}")
+                names.append(f"%sk{n}_{i}_{m}")
+            else:
+                _, k, offsets, _ = operand
+                idx = [batch_index[int(o[1:])] if o.startswith("b") else
+                       {"0": "%c0", "i": "%row", "j": "%j"}[o] for o in offsets]
+                lines.append(f"%sk{n}_{i}_{m} = memref.load %X{k}[{', '.join(idx)}] : "
+                             f"{extra_types[k]}")
+                names.append(f"%sk{n}_{i}_{m}")
+        types = [_type_of(o, [t for _, _, t in step.ops[:i]]) for o in operands]
+        if name in _CASTS:
+            lines.append(f"%score{n}_{i} = {name} {names[0]} : {types[0]} to {rtype}")
         else:
-            _, k, offsets = operand
-            idx = [batch_index[int(o[1:])] if o.startswith("b") else
-                   {"0": "%c0", "i": "%row", "j": "%j"}[o] for o in offsets]
-            lines.append(f"%k{n}_{m} = memref.load %X{k}[{', '.join(idx)}] : "
-                         f"{extra_types[k]}")
-            names.append(f"%k{n}_{m}")
-    lines.append(f"%sv{n} = {step.op} {', '.join(names)} : f32")
-    return lines, f"%sv{n}"
+            lines.append(f"%score{n}_{i} = {name} {', '.join(names)} : {rtype}")
+    return lines, f"%score{n}_{len(step.ops) - 1}"
+
+
+def _type_of(operand: Any, earlier: list[str]) -> str:
+    """The MLIR type of a body op's operand (`earlier`: the earlier ops' result types)."""
+    if operand == "score":
+        return "f32"
+    if operand[0] == "op":
+        return earlier[operand[1]]
+    if operand[0] == "const":
+        return operand[2]
+    return operand[3]
 
 
 @dataclass

@@ -245,26 +245,33 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 def test_hf_gpt2_kernels_match_eager_on_host(dtype: str) -> None:
     """Every matmul stays named through elementwise fusion (outlined around it) and takes
-    its kernel: f16 on WMMA (torch's f32 upcast copies folded away), f32 on register tiles;
-    the whole kernel sequence run on the host matches eager."""
+    its kernel, attention is one kernel per layer, and the whole kernel sequence run on the
+    host matches eager. f32 (eager attention, its mask added per score): register tiles and
+    the FMA flash kernel. f16 (SDPA attention, 64 tokens): the Conv1D matmuls on WMMA
+    (torch's f32 upcast copies folded away) and the WMMA flash kernel."""
     from training_models import tiny_gpt2
 
     half = dtype == "f16"
-    model = tiny_gpt2(width=64 if half else 32).eval()
+    model = tiny_gpt2(width=64, positions=64).eval() if half else tiny_gpt2().eval()
     model.config.use_cache = False
     if half:
         model = model.half()
-    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(5))
+        model.config._attn_implementation = "sdpa"
+    ids = torch.randint(0, 64, (2, 64 if half else 16), generator=torch.Generator().manual_seed(5))
     program = import_program(model, (ids,), func_name="main")
     text, weights = program.module.operation.get_asm(), dict(program.weights)
     opts = resolve(CROSS)
     exe = get_target("nvgpu").compile(text, opts, weights=weights)
     assert exe.host is None, exe.host_reason
-    ptx = list(exe.kernels.values())
-    if half:  # 9 Conv1D matmuls (QKV, proj, MLP in and out per layer, LM head) + 4 bmm
-        assert sum("wmma.mma" in k.ptx for k in ptx) == 13
-    else:  # 4x4 register tiles (>= 16 FMAs) for the 9 matmuls, the bmm's too small
-        assert sum(k.ptx.count("fma.rn.f32") >= 16 for k in ptx) >= 9
+    ptx = [k.ptx for k in exe.kernels.values()]
+    flash = [p for p in ptx if "bar.sync" in p and "ex2.approx" in p]
+    assert len(flash) == 2  # one per layer
+    if half:  # 9 Conv1D matmuls (QKV, proj, MLP in and out per layer, LM head) + 2 flash
+        assert sum("wmma.mma" in p for p in ptx) == 11
+        assert all("wmma.mma" in p for p in flash)
+    else:  # 4x4 register tiles (>= 16 FMAs) for the 9 matmuls
+        assert sum(p.count("fma.rn.f32") >= 16 for p in ptx) >= 9
+        assert not any("wmma" in p for p in flash)
     if toolkit.ptxas_path() is not None:
         verify_ptx(exe)
     got = emulate_kernels(text, opts, weights=weights)["main"](ids.numpy())
