@@ -10,7 +10,7 @@ chain (`reduce_reduce_fusion.match_attention`) and replaces it by one `gpu.launc
     grid (ceil(M / BQ), B), BQ threads per block, one query row per thread;
     for each tile of BK keys (uniform loop, all threads):
       the block copies K^T[:, tile] and V[tile, :] into shared memory; barrier
-      each thread: scores s = q . K^T[:, j] (and the chain's scalar scale ops),
+      each thread: scores s = q . K^T[:, j] (then the chain's score ops: scale, mask),
         m' = max(m, max_j s), alpha = exp(m - m'), acc = acc * alpha + sum_j e^(s-m') V[j]
       barrier
     out[row] = acc / l   (0 for a fully -inf row under SDPA's guard, NaN without: as eager)
@@ -26,9 +26,12 @@ inputs to f32 first), whose score ops have short bodies (add, sub, mul, div, max
 select, extf, truncf) on the score, constants and other inputs: a scale, an additive or
 boolean mask (HF GPT-2's causal mask, SDPA's, an f16 mask upcast), read per score at its
 [batch..., row, key] with the matcher's broadcasts (the mask stays an input: O(S^2) only
-if the model made it so).
-Other score ops (tanh soft-capping, ...) keep the kernel-per-op path. Scalar FMA units,
-not tensor cores (a WMMA variant is future work).
+if the model made it so). Other score ops (tanh soft-capping, ...) keep the kernel-per-op
+path.
+
+Two kernels: the one above on the FMA units (its key tiles shrunk to keep the block's
+shared memory within 48 KiB), and for f16 models of tensor-core sizes the WMMA kernel of
+`_nvgpu_flash_wmma` (option `tensor-cores`, on unless `disable_tensor_core`).
 """
 
 from __future__ import annotations
