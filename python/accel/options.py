@@ -319,8 +319,8 @@ _TABLE: tuple[Option, ...] = (
            "(a multiple of 32; accel-nvgpu-map-loops).", scope="nvgpu", affects_code=True,
            flag="--threads-per-block", minimum=32, maximum=1024,
            check=lambda n: None if n % 32 == 0 else "must be a multiple of 32"),
-    Option("disable_tensor_core", (bool,), False, "nvgpu: no tensor-core (WMMA) kernels for "
-           "f16 matmuls: every matmul runs on the scalar FMA units (PolyBlocks' "
+    Option("disable_tensor_core", (bool,), False, "nvgpu: no tensor-core (WMMA) kernels: "
+           "every matmul, convolution and attention runs on the scalar FMA units (PolyBlocks' "
            "polyblocks_gpu_no_tensor_core).", scope="nvgpu", affects_code=True,
            flag="--disable-tensor-core"),
     Option("verify_ptx", (bool,), False, "nvgpu: check every kernel's PTX with ptxas "
