@@ -52,6 +52,14 @@ class Masked(torch.nn.Module):
         return torch.softmax(q @ k.transpose(-1, -2) * 0.25 + mask, -1) @ v
 
 
+class SdpaMask(torch.nn.Module):
+    """SDPA with a boolean mask; one row fully masked: SDPA's guard gives 0 there."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
 class Softcap(torch.nn.Module):
     """tanh on the scores (a body the kernel does not re-state): the kernel-per-op path."""
 
@@ -74,6 +82,8 @@ def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         # kernel shrinks its key tiles to fit
         "sdpa-f16-d256": (Sdpa(), (1, 1, 64, 256), torch.float16),
         "softcap": (Softcap(), (2, 40, 8), torch.float32),
+        "boolmask": (SdpaMask(), (1, 2, 40, 8), torch.float32),
+        "boolmask-f16-wmma": (SdpaMask(), (1, 2, 64, 32), torch.float16),
     }
     model, shape, dtype = shapes[name]
     inputs = tuple(torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
@@ -81,6 +91,11 @@ def _case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         mask = torch.where(torch.rand(2, 1, 40, 40, generator=g) < 0.3, -math.inf, 0.0)
         mask[1, 0, 0, :] = -math.inf
         inputs = (*inputs, mask)
+    if name.startswith("boolmask"):
+        keys = shape[2]
+        keep = torch.rand(1, 1, keys, keys, generator=g) < 0.7
+        keep[0, 0, 3, :] = False
+        inputs = (*inputs, keep)
     return model, inputs
 
 
@@ -99,7 +114,8 @@ def _score_elements(inputs: tuple[torch.Tensor, ...]) -> int:
 
 @needs_ptxas
 @pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked",
-                                  "sdpa-f16-wmma", "causal-f16-wmma", "sdpa-f16-d256"])
+                                  "sdpa-f16-wmma", "causal-f16-wmma", "sdpa-f16-d256",
+                                  "boolmask", "boolmask-f16-wmma"])
 def test_one_kernel_no_score_buffer(name: str) -> None:
     """One kernel with barriers does the attention; no buffer as large as the scores."""
     _, inputs = _case(name)
@@ -136,7 +152,8 @@ def test_option_off_and_other_score_ops_keep_the_score_matrix() -> None:
 
 
 @pytest.mark.parametrize("name", ["sdpa-f32", "sdpa-f16", "naive", "causal", "masked",
-                                  "sdpa-f16-wmma", "causal-f16-wmma"])
+                                  "sdpa-f16-wmma", "causal-f16-wmma", "boolmask",
+                                  "boolmask-f16-wmma"])
 def test_flash_kernel_matches_eager_on_host(name: str) -> None:
     """The kernel itself (its blocks' threads concurrently, barriers, shared tiles) on the
     host against eager: f32 within 1e-5, f16 within its rounding; masks read per score,
@@ -151,6 +168,8 @@ def test_flash_kernel_matches_eager_on_host(name: str) -> None:
                                atol=tol, equal_nan=True)
     if name == "masked":
         assert np.isnan(got[1, :, 0]).all() and not np.isnan(got[0]).any()
+    if name.startswith("boolmask"):  # SDPA's guard: a fully masked row is 0, as eager
+        assert (got[0, :, 3] == 0).all() and not np.isnan(got).any()
 
 
 @pytest.mark.gpu
