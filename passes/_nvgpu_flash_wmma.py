@@ -126,18 +126,24 @@ def render(s: Any, score_lines: Callable[[str], tuple[list[str], str]], index_li
     lines += ["    gpu.barrier",
               "    %fin:2 = scf.for %j0 = %c0 to %cN step %c32 iter_args(%m = %ninf, %l = %zero)"
               " -> (f32, f32) {"]
+    def chain(name: str, acc: str, terms: list[tuple[str, str]]) -> str:
+        """Lines adding A x B of each (A fragment, B memref access) to `acc`; the sum."""
+        for i, (a, b_ref) in enumerate(terms):
+            lines.extend([
+                f"      %{name}b{i} = gpu.subgroup_mma_load_matrix {b_ref} -> {fb}",
+                f"      %{name}_{i} = gpu.subgroup_mma_compute {a}, %{name}b{i}, {acc} : "
+                f"{fa}, {fb} -> {fc}"])
+            acc = f"%{name}_{i}"
+        return acc
+
     # S = Q K^T, two 16-key fragments, into the warp's rows of Ss.
     for n in range(2):
         lines += [f"      %kn{n} = arith.constant {16 * n} : index",
                   f"      %jn{n} = arith.addi %j0, %kn{n} : index",
                   f"      %s{n}_init = gpu.subgroup_mma_constant_matrix %zero : {fc}"]
-        acc = f"%s{n}_init"
-        for c in range(s.d // 16):
-            lines += [f"      %kb{n}_{c} = gpu.subgroup_mma_load_matrix %K[{b}%dq{c}, %jn{n}] "
-                      f"{{leadDimension = {s.n} : index}} : {mk} -> {fb}",
-                      f"      %s{n}_{c} = gpu.subgroup_mma_compute %qa{c}, %kb{n}_{c}, {acc} : "
-                      f"{fa}, {fb} -> {fc}"]
-            acc = f"%s{n}_{c}"
+        acc = chain(f"s{n}", f"%s{n}_init", [
+            (f"%qa{c}", f"%K[{b}%dq{c}, %jn{n}] {{leadDimension = {s.n} : index}} : {mk}")
+            for c in range(s.d // 16)])
         lines.append(f"      gpu.subgroup_mma_store_matrix {acc}, %Ss[%wrow, %kn{n}] "
                      f"{{leadDimension = {KEYS + 8} : index}} : {fc}, {ss}")
     steps, value = score_lines("%dot")
@@ -193,18 +199,15 @@ def render(s: Any, score_lines: Callable[[str], tuple[list[str], str]], index_li
         lines += [f"      %dn{n} = arith.constant {16 * n} : index",
                   f"      %o{n}_in = gpu.subgroup_mma_load_matrix %Os[%wrow, %dn{n}] "
                   f"{{leadDimension = {s.dv + 8} : index}} : {os_} -> {fc}"]
-        acc = f"%o{n}_in"
-        for kb in range(2):
-            lines += [f"      %vb{n}_{kb} = gpu.subgroup_mma_load_matrix %V[{b}%jn{kb}, %dn{n}] "
-                      f"{{leadDimension = {s.dv} : index}} : {mv} -> {fb}",
-                      f"      %o{n}_{kb} = gpu.subgroup_mma_compute %pa{kb}, %vb{n}_{kb}, "
-                      f"{acc} : {fa}, {fb} -> {fc}"]
-            acc = f"%o{n}_{kb}"
+        acc = chain(f"o{n}", f"%o{n}_in", [
+            (f"%pa{kb}", f"%V[{b}%jn{kb}, %dn{n}] {{leadDimension = {s.dv} : index}} : {mv}")
+            for kb in range(2)])
         lines.append(f"      gpu.subgroup_mma_store_matrix {acc}, %Os[%wrow, %dn{n}] "
                      f"{{leadDimension = {s.dv + 8} : index}} : {fc}, {os_}")
-    finish = (["%allinf = arith.cmpf oeq, %fin#0, %ninf : f32",
-               "%safe = arith.select %allinf, %zero, %o : f32"] if guard
-              else ["%safe = arith.addf %o, %zero : f32"])
+    # SDPA's guard: a row whose scores were all -inf is 0 (eager's naive softmax: NaN).
+    finish = ["%allinf = arith.cmpf oeq, %fin#0, %ninf : f32",
+              "%safe = arith.select %allinf, %zero, %o : f32"] if guard else []
+    result = "%safe" if guard else "%o"
     lines += [
         "      gpu.barrier",
         "      scf.yield %mnew, %lnew : f32, f32",
@@ -213,7 +216,7 @@ def render(s: Any, score_lines: Callable[[str], tuple[list[str], str]], index_li
         f"      %acc = memref.load %Os[%lrow, %c] : {os_}",
         "      %o = arith.divf %acc, %fin#1 : f32",
         *[f"      {x}" for x in finish],
-        f"      memref.store %safe, %O[{b}%row, %c] : {mo}",
+        f"      memref.store {result}, %O[{b}%row, %c] : {mo}",
         "    }",
         "    gpu.terminator",
         "  }",

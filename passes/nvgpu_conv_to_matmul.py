@@ -37,10 +37,6 @@ def _ints(attr: ir.Attribute) -> list[int]:
     return [int(v) for v in ir.DenseIntElementsAttr(attr)]
 
 
-def _shape(t: ir.RankedTensorType, elt: str) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in t.shape) + f"{elt}>"
-
-
 def _fits(x: str, w: str, o: str, tf32: bool) -> int | None:
     """The WMMA k for these element types, or None when tensor cores do not take them."""
     if x != w:
@@ -108,5 +104,5 @@ class NvgpuConvToMatmul(ModulePass):
             f"  %r = linalg.batch_matmul ins(%wb, %col : {wb}, {col}) outs(%ic : {acc}) -> "
             f"{acc} {loc}",
             f"  %o = tensor.expand_shape %r [[0], [1], [2, 3]] output_shape [{n}, {f}, {oh}, "
-            f"{ow}] : {acc} into {_shape(to, eo)} {loc}",
+            f"{ow}] : {acc} into {to} {loc}",
             f"  return %o : {to} {loc}", "}"])

@@ -213,9 +213,10 @@ def render(shape: _Shape, steps: list[_Step], extra_types: list[str], guard: boo
     index_lines, score_lines, extra_args, extra_buffers = _common(s, steps, extra_types)
     lines, value = score_lines("%dot")
     scale_lines = ["%j = arith.addi %j0, %jj : index", *lines]
-    finish = (["%allinf = arith.cmpf oeq, %mfin, %ninf : f32",
-               "%safe = arith.select %allinf, %zero, %o : f32"] if guard
-              else ["%safe = arith.addf %o, %zero : f32"])
+    # SDPA's guard: a row whose scores were all -inf is 0 (eager's naive softmax: NaN).
+    finish = ["%allinf = arith.cmpf oeq, %fin#0, %ninf : f32",
+              "%safe = arith.select %allinf, %zero, %o : f32"] if guard else []
+    result = "%safe" if guard else "%o"
     body = f"""
 func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}{extra_args}) -> {to} {{
 {extra_buffers}
@@ -335,13 +336,12 @@ func.func private @flash(%q: {tq}, %kt: {tk}, %v: {tv}{extra_args}) -> {to} {{
       gpu.barrier
       scf.yield %upd#0, %upd#1 : f32, f32
     }}
-    %mfin = arith.addf %fin#0, %zero : f32
     scf.if %valid {{
       scf.for %c = %c0 to %DV step %one {{
         %a = memref.load %acc[%c] : memref<{s.dv}xf32>
         %o = arith.divf %a, %fin#1 : f32
         {chr(10).join('        ' + x for x in finish).strip()}
-        memref.store %safe, %O[{b}%row, %c] : {mo}
+        memref.store {result}, %O[{b}%row, %c] : {mo}
       }}
     }}
     gpu.terminator

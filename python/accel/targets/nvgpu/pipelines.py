@@ -119,11 +119,11 @@ def pipelines(opts: Mapping[str, Any], *, kernels: bool = True
         fuse += BEFORE_FUSE
         fuse += [p for flag, p in FUSE if flag is None or not opts[flag]]
         fuse.append(INLINE_BACK)
-    mode = TENSOR_CORE_MODES.get(opts.get("mm_conv_precision_mode", "default"), "")
+    mode = opts.get("mm_conv_precision_mode", "default")
     wmma = kernels and not opts["disable_tensor_core"]
     if wmma:
-        fuse = fuse + [CONV_TO_MATMUL + ("{tf32=true}" if "tf32" in mode else "")]
-    kernels = [TENSOR_CORES + mode] if wmma else []
-    kernels += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
-    kernels += [INLINE] if kernels else []
-    return fuse, BUFFERIZE, kernels + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
+        fuse.append(CONV_TO_MATMUL + ("{tf32=true}" if mode == "tf32" else ""))
+    matmuls = [TENSOR_CORES + TENSOR_CORE_MODES.get(mode, "")] if wmma else []
+    matmuls += [REGISTER_TILES] if opts["opt_level"] >= 1 else []
+    matmuls += [INLINE] if matmuls else []
+    return fuse, BUFFERIZE, matmuls + to_gpu(opts["threads_per_block"]), KERNEL_TO_NVVM
