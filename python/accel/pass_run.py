@@ -93,6 +93,12 @@ class RunConfig:
     #: Warnings and remarks of steps run in a child process (`isolated`), which the
     #: context's diagnostic handler never sees.
     emitted: list[Diagnostic] = field(default_factory=list)
+    #: More `PassManager.enable_ir_printing` arguments (accel-opt's mlir-opt flags:
+    #: print_module_scope, print_after_change, print_after_failure, ...); module scope is
+    #: the default unless given.
+    print_options: dict[str, object] = field(default_factory=dict)
+    #: `--mlir-pass-statistics-display` mode ("list" or "pipeline"); None: no statistics.
+    statistics: str | None = None
 
 
 def build_pass_manager(steps: Sequence[Step], cfg: RunConfig,
@@ -110,14 +116,21 @@ def build_pass_manager(steps: Sequence[Step], cfg: RunConfig,
     # After-failure printing is done by `run_steps`: the C API only prints on failure when it
     # also prints after every pass.
     if cfg.print_ir_before_all or cfg.print_ir_after_all:
+        extra = {k: v for k, v in cfg.print_options.items() if v is not None}
+        extra.setdefault("print_module_scope", True)
         pm.enable_ir_printing(
             print_before_all=cfg.print_ir_before_all,
             print_after_all=cfg.print_ir_after_all,
-            print_module_scope=True,
             print_generic_op_form=cfg.print_generic,
+            **extra,  # type: ignore[arg-type]
         )
     if cfg.timing:
         pm.enable_timing()
+    if cfg.statistics:
+        from accel.ir import PassDisplayMode
+
+        pm.enable_statistics(PassDisplayMode.LIST if cfg.statistics == "list"
+                             else PassDisplayMode.PIPELINE)
     return pm
 
 
@@ -130,8 +143,13 @@ def _external(inst: object, path: tuple[str, ...], cfg: RunConfig,
     name = getattr(inst, "name", "?")
 
     def run(module: Operation, ext: ExternalPass) -> None:
+        from accel.interrupts import pending
+
         targets = _ops_at(module, path, anchor)
         for target in targets:
+            if pending():  # Ctrl-C: stop here, `_run_in_process` raises it
+                ext.signal_pass_failure()
+                return
             try:
                 inst.apply(target)  # type: ignore[attr-defined]
             except PassFailure as err:
@@ -195,17 +213,54 @@ def run_steps(module: Module | Operation, steps: Sequence[Step], cfg: RunConfig 
         timings.append((pipeline_text(steps), time.perf_counter() - start))
 
 
+#: A pass manager run of passes that together took less than this (seconds) is followed by
+#: one of twice as many (up to `_MOST_PER_RUN`): each run costs a walk of the module (the
+#: bindings invalidate their op handles), a few ms for a model, while a Ctrl-C waits for the
+#: run to end (`accel.interrupts`).
+_QUICK_RUN = 0.2
+_MOST_PER_RUN = 16
+
+
 def _run_in_process(op: Operation, steps: Sequence[Step], cfg: RunConfig) -> None:
-    failures: list[Diagnostic] = []
-    pm = build_pass_manager(steps, cfg, failures)
-    try:
-        pm.run(op)
-    except MLIRError as err:
-        if failures:
-            raise AccelError(failures[0].message, diagnostics=failures) from None
-        raise from_mlir_error(err, cfg.filename, cfg.line_offset) from None
-    finally:
-        del pm  # flushes the timing report now, not at interpreter exit
+    """Run `steps` with pass managers in this process. Ctrl-C (`accel.interrupts`) stops
+    the run between two pass manager runs: a few passes each (one after a slow run, more
+    after quick ones), unless one report must cover them all (`--mlir-timing`,
+    statistics, IR printing)."""
+    from accel import interrupts
+
+    whole = cfg.timing or cfg.statistics or cfg.print_ir_before_all or cfg.print_ir_after_all
+    todo = list(steps) if whole else _one_element_steps(steps)
+    size = len(todo) if whole else 1
+    while todo:
+        part, todo = todo[:size], todo[size:]
+        interrupts.check()
+        failures: list[Diagnostic] = []
+        pm = build_pass_manager(part, cfg, failures)
+        start = time.perf_counter()
+        # Python passes run inside: Ctrl-C must not raise in them, only stop the run.
+        with interrupts.deferred():
+            try:
+                pm.run(op)
+            except MLIRError as err:  # after Ctrl-C, `deferred` raises that instead
+                if failures:
+                    raise AccelError(failures[0].message, diagnostics=failures) from None
+                raise from_mlir_error(err, cfg.filename, cfg.line_offset) from None
+            finally:
+                del pm  # flushes the timing report now, not at interpreter exit
+        if not whole:
+            quick = time.perf_counter() - start < _QUICK_RUN
+            size = min(2 * size, _MOST_PER_RUN) if quick else 1
+
+
+def _one_element_steps(steps: Sequence[Step]) -> list[Step]:
+    """`steps` with each upstream step cut into one step per pipeline element."""
+    out: list[Step] = []
+    for step in steps:
+        if isinstance(step, UpstreamStep) and len(step.elements) > 1:
+            out += [UpstreamStep(step.path, [element]) for element in step.elements]
+        else:
+            out.append(step)
+    return out
 
 
 def isolated(step: Step) -> bool:

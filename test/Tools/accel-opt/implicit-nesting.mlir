@@ -3,7 +3,13 @@
 // RUN: not accel-opt %s --pass-pipeline='builtin.module(affine-scalrep)' 2>&1 | FileCheck %s --check-prefix=ERR
 
 // Short form nests a func.func-restricted upstream pass under func.func, like mlir-opt.
-// CHECK: builtin.module(func.func(affine-scalrep),cse)
+// CHECK: Pass Manager with 2 passes:
+// CHECK-NEXT: builtin.module(
+// CHECK-NEXT:   func.func(
+// CHECK-NEXT:     affine-scalrep
+// CHECK-NEXT:   ),
+// CHECK-NEXT:   cse
+// CHECK-NEXT: )
 // CHECK-LABEL: func.func @f
 // NESTED-LABEL: func.func @f
 // A textual pipeline must nest it explicitly (negative case: no implicit nesting there).

@@ -2,7 +2,7 @@
 // RUN:   --pass-pipeline='builtin.module(func.func(canonicalize,cse),tag-funcs{attr=x},lower-affine)' \
 // RUN:   | FileCheck %s
 // RUN: accel-opt %s --split-input-file --load-pass-plugin=%S/Inputs/tag_funcs.py \
-// RUN:   --pass-pipeline='func.func(cse),count-ops{scale=2}' | FileCheck %s --check-prefix=NEST
+// RUN:   --pass-pipeline='builtin.module(func.func(cse),count-ops{scale=2})' | FileCheck %s --check-prefix=NEST
 
 // A mixed upstream/Python pipeline: CSE merges the adds, the plugin tags, lower-affine lowers.
 // CHECK-LABEL: func.func @mixed

@@ -14,8 +14,9 @@
 // BEFORE-NEXT: module {
 // BEFORE: arith.addf
 // BEFORE: arith.addf
-// FAILURE: IR Dump After Failure
+// As in mlir-opt, the failed pass's error comes before its dump.
 // FAILURE: error: arith.addf is not allowed here
+// FAILURE: IR Dump After reject-addf Failed: reject-addf
 // GENERIC: "func.func"() <{function_type = (f32) -> f32, sym_name = "f"}>
 // GENERIC: "arith.addf"
 // DEBUGINFO: loc(

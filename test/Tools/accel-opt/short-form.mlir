@@ -14,7 +14,11 @@
 // PLUGIN-LABEL: func.func @f
 // PLUGIN-SAME: attributes {short}
 // EQ: num_ops = 12
-// DUMP: builtin.module(cse,count-ops{scale=1 verbose=false})
+// DUMP: Pass Manager with 2 passes:
+// DUMP-NEXT: builtin.module(
+// DUMP-NEXT:   cse,
+// DUMP-NEXT:   count-ops{scale=1 verbose=false}
+// DUMP-NEXT: )
 func.func @f(%a: f32) -> f32 {
   %0 = arith.addf %a, %a : f32
   %1 = arith.addf %a, %a : f32

@@ -4,11 +4,11 @@
 
 // VERSION: accel-opt (accel {{[0-9]+\.[0-9]+\.[0-9]+}})
 // VERSION: MLIR bindings: torch-mlir 20261001
-// HELP: usage: accel-opt
-// HELP-DAG: --pass-pipeline PIPELINE
+// HELP: USAGE: accel-opt [options] <input file>
+// HELP-DAG: --pass-pipeline=<string>
 // HELP-DAG: --split-input-file
 // HELP-DAG: --verify-diagnostics
-// HELP-DAG: --load-pass-plugin FILE.py
+// HELP-DAG: --load-pass-plugin=<string>
 // HELP-DAG: --list-passes
 // HELP-DAG: --mlir-timing
 // HELP-DAG: --allow-unregistered-dialect
