@@ -22,7 +22,11 @@ Performance numbers (the cost model of `accel.passes.rdu.cost` reads them):
   sn30 307 GB/s ASSUMED (two sn10 dies).
 - `clock_ghz`: not published for any RDU; ASSUMED 1.0 GHz (Plasticine, ISCA 2017, ran at
   1 GHz).
-- `link_gbps`, chip-to-chip bandwidth for `--n-chips`: not published; ASSUMED 100 GB/s.
+- `link_gbps`, chip-to-chip bandwidth for `--n-chips` (the placement's transfer cost): not
+  published for any RDU (hardware-facts.md lists none); ASSUMED 100 GB/s.
+
+`Arch.sources` gives each number's source (or says ASSUMED) in words, so sections.json and
+compile.log can cite it.
 
 `Arch.assumed` names the fields of each entry whose value is assumed rather than published, so
 reports built on the table can say so.
@@ -66,6 +70,8 @@ class Arch:
     dram_gbps: float = 154.0
     clock_ghz: float = 1.0
     link_gbps: float = 100.0
+    #: Field -> where its value comes from (a publication, "derived: ...", or "ASSUMED: ...").
+    sources: tuple[tuple[str, str], ...] = ()
 
     def units(self, resource: str) -> int:
         """Units of `resource` ('pcus' or 'pmus') on one chip."""
@@ -77,17 +83,43 @@ class Arch:
 #: Not published for any RDU (see the module docstring): ASSUMED everywhere.
 _ALWAYS_ASSUMED = ("clock_ghz", "link_gbps")
 
+_COMMON_SOURCES = (
+    ("clock_ghz", "ASSUMED 1 GHz: not published for any RDU (Plasticine, ISCA 2017, ran at "
+                  "1 GHz)"),
+    ("link_gbps", "ASSUMED 100 GB/s: no chip-to-chip bandwidth is published"),
+)
+_SN10_SOURCES = (
+    ("pcus", "Hot Chips 33 (2021); ISSCC 2022 'SambaNova SN10 RDU'"),
+    ("pmus", "Hot Chips 33 (2021); ISSCC 2022"), ("sram_mb", "Hot Chips 33 (2021)"),
+    ("peak_tflops", "Hot Chips 33 (2021): > 320 BF16 TFLOPS"),
+    ("dram_gbps", "ASSUMED: 6 DDR4 channels (ISSCC 2022) at DDR4-3200 (6 x 25.6 GB/s)"),
+)
 ARCHS: dict[str, Arch] = {
     "sn10": Arch("sn10", pcus=640, pmus=640, sram_mb=320, peak_tflops=320.0, dram_gbps=154.0,
-                 assumed=("dram_gbps", *_ALWAYS_ASSUMED)),
+                 assumed=("dram_gbps", *_ALWAYS_ASSUMED),
+                 sources=(*_SN10_SOURCES, *_COMMON_SOURCES)),
     "sn20": Arch("sn20", pcus=640, pmus=640, sram_mb=320, peak_tflops=320.0, dram_gbps=154.0,
                  assumed=("pcus", "pmus", "sram_mb", "peak_tflops", "dram_gbps",
-                          *_ALWAYS_ASSUMED)),
+                          *_ALWAYS_ASSUMED),
+                 sources=(*((k, "ASSUMED equal to sn10: nothing about SN20 is published")
+                            for k in ("pcus", "pmus", "sram_mb", "peak_tflops", "dram_gbps")),
+                          *_COMMON_SOURCES)),
     "sn30": Arch("sn30", pcus=1280, pmus=1280, sram_mb=640, peak_tflops=640.0,
                  dram_gbps=307.0, assumed=("pcus", "pmus", "sram_mb", "peak_tflops",
-                                           "dram_gbps", *_ALWAYS_ASSUMED)),
+                                           "dram_gbps", *_ALWAYS_ASSUMED),
+                 sources=(*((k, "ASSUMED 2 x sn10: 'two SN10-class dies' (The Next Platform, "
+                                "2022), no unit counts published")
+                            for k in ("pcus", "pmus", "sram_mb", "peak_tflops", "dram_gbps")),
+                          *_COMMON_SOURCES)),
     "sn40l": Arch("sn40l", pcus=1040, pmus=1040, sram_mb=520, peak_tflops=638.0,
-                  dram_gbps=1600.0, assumed=("dram_gbps", *_ALWAYS_ASSUMED)),
+                  dram_gbps=1600.0, assumed=("dram_gbps", *_ALWAYS_ASSUMED),
+                  sources=(("pcus", "Prabhakar, Hot Chips 2024 SN40L talk, slides 2 and 4"),
+                           ("pmus", "Hot Chips 2024, slides 2 and 4"),
+                           ("sram_mb", "Hot Chips 2024, slide 2: 520 MB on-chip SRAM"),
+                           ("peak_tflops", "Hot Chips 2024, slide 2: 638 BF16 TFLOPS"),
+                           ("dram_gbps", "ASSUMED 1600 GB/s HBM: Hot Chips 2024 slide 3's "
+                                         "'1600 GB/s', unconfirmed as per-socket HBM"),
+                           *_COMMON_SOURCES)),
 }
 
 

@@ -100,13 +100,17 @@ def _buffer_pmus(size: int, arch: Arch, depth: int = 1) -> int:
 
 
 def combine(stage_flops: Sequence[int], io_bytes: Sequence[int],
-            intermediate_bytes: Sequence[int], arch: Arch) -> Estimate:
+            intermediate_bytes: Sequence[int], arch: Arch, spatial: int = 1) -> Estimate:
     """The estimate of a section from its stages' FLOPs, the sizes of its DRAM inputs and
-    outputs, and the sizes of the tensors its stages pass each other."""
-    stages = [(f, stage_pcus(f, arch)) for f in stage_flops]
+    outputs, and the sizes of the tensors its stages pass each other. `spatial` > 1
+    (--num-spatial-batches): the batch streams through the pipeline in that many parts, so
+    stages are sized and buffers hold one part (fewer PCUs and PMUs) while the pipeline runs
+    all parts (the slowest stage's time covers the whole batch, as before)."""
+    stages = [(f, stage_pcus(math.ceil(f / spatial), arch)) for f in stage_flops]
     pcus = sum(p for _, p in stages)
-    pmus = sum(_buffer_pmus(size, arch) for size in io_bytes)
-    pmus += sum(_buffer_pmus(size, arch, STAGE_DEPTH) for size in intermediate_bytes)
+    pmus = sum(_buffer_pmus(math.ceil(size / spatial), arch) for size in io_bytes)
+    pmus += sum(_buffer_pmus(math.ceil(size / spatial), arch, STAGE_DEPTH)
+                for size in intermediate_bytes)
     rate = pcu_flops_per_cycle(arch) * arch.clock_ghz * 1e3  # FLOPs per us per PCU
     compute_us = max((f / (p * rate) for f, p in stages), default=0.0)
     dram = sum(io_bytes)

@@ -37,6 +37,8 @@ _REPEATED = re.compile(r"^(.*\.)?\d+$")
 class Group:
     operators: list[int]
     label: str
+    #: A human decision's group (`--mac-human-decision`): never split or merged.
+    fixed: bool = False
 
 
 def _is_view(graph: Graph, i: int) -> bool:
@@ -132,8 +134,9 @@ def _facts(graph: Graph) -> list[_Facts]:
     return facts
 
 
-def estimate_group(graph: Graph, members: list[int], arch: Arch) -> Estimate:
-    """The estimate of the section `members` would form (as `cost.estimate` of its ops)."""
+def estimate_group(graph: Graph, members: list[int], arch: Arch, spatial: int = 1) -> Estimate:
+    """The estimate of the section `members` would form (as `cost.estimate` of its ops);
+    `spatial`: the batch streams through in that many parts (--num-spatial-batches)."""
     from accel.passes.rdu.cost import combine
 
     facts = _facts(graph)
@@ -155,12 +158,19 @@ def estimate_group(graph: Graph, members: list[int], arch: Arch) -> Estimate:
                 io.append(size)
             if users & inside:
                 intermediate.append(size)
-    return combine(stage_flops, io, intermediate, arch)
+    return combine(stage_flops, io, intermediate, arch, spatial)
 
 
 # -- o0 -------------------------------------------------------------------------------------
-def by_operator(graph: Graph) -> list[Group]:
-    return by_operator_subset(graph, [o.index for o in graph.operators])
+def by_operator(graph: Graph, *, ride_along: bool = False,
+                fixed: list[Group] | None = None) -> list[Group]:
+    """One section per operator (SambaFlow -o0: "each PyTorch operator is compiled
+    independently"); `fixed` groups (human decisions) first; `ride_along`: the legacy
+    compiler's (`--mac-v2`) view riding along with its producer."""
+    claimed = {i for g in fixed or () for i in g.operators}
+    rest = by_operator_subset(graph, [o.index for o in graph.operators if o.index not in claimed],
+                              ride_along=ride_along)
+    return _in_order(graph, [*(fixed or ()), *rest]) if fixed else rest
 
 
 # -- o1 -------------------------------------------------------------------------------------
@@ -217,10 +227,11 @@ def _match_tree(graph: Graph, tree: Tree, op: int, claimed: set[int],
     return acc
 
 
-def by_rules(graph: Graph, rules: list[Rule]) -> list[Group]:
+def by_rules(graph: Graph, rules: list[Rule], *, ride_along: bool = False,
+             fixed: list[Group] | None = None) -> list[Group]:
     ordered = sorted(enumerate(rules), key=lambda item: (-item[1].priority, item[0]))
-    claimed: set[int] = set()
-    matches: list[Group] = []
+    claimed: set[int] = {i for g in fixed or () for i in g.operators}
+    matches: list[Group] = list(fixed or ())
     for _, rule in ordered:
         anchored = not isinstance(rule.pattern, Tree) and rule.pattern[0].anchor
         for operator in graph.operators:
@@ -235,8 +246,9 @@ def by_rules(graph: Graph, rules: list[Rule]) -> list[Group]:
                 continue
             claimed.update(found)
             matches.append(Group(sorted(found), rule.name))
-    _absorb_views(graph, matches, claimed)
-    rest = by_operator_subset(graph, [o.index for o in graph.operators if o.index not in claimed])
+    _absorb_views(graph, [g for g in matches if not g.fixed], claimed)
+    rest = by_operator_subset(graph, [o.index for o in graph.operators if o.index not in claimed],
+                              ride_along=ride_along)
     return _in_order(graph, matches + rest)
 
 
@@ -258,15 +270,17 @@ def _absorb_views(graph: Graph, groups: list[Group], claimed: set[int]) -> None:
             group.operators = sorted(members)
 
 
-def by_operator_subset(graph: Graph, indices: list[int]) -> list[Group]:
-    """-o0 grouping restricted to `indices` (views ride along with their producer)."""
+def by_operator_subset(graph: Graph, indices: list[int], *,
+                       ride_along: bool = False) -> list[Group]:
+    """-o0 grouping restricted to `indices`: one operator each (with `ride_along`, the
+    legacy rule: a view joins its producer's single-operator section)."""
     wanted = set(indices)
     groups: list[Group] = []
     home: dict[int, int] = {}
     for i in indices:
         operator = graph.operators[i]
         preds = operator.preds & wanted
-        if _is_view(graph, i) and len(operator.preds) == 1 and preds:
+        if ride_along and _is_view(graph, i) and len(operator.preds) == 1 and preds:
             (pred,) = preds
             g = home.get(pred)
             if g is not None and len(groups[g].operators) == 1 and \
@@ -303,6 +317,12 @@ def _in_order(graph: Graph, groups: list[Group]) -> list[Group]:
             if indegree[b] == 0:
                 heapq.heappush(ready, (min(groups[b].operators), b))
     if len(order) != len(groups):
+        stuck = next((g for g in groups if g.fixed and g not in order), None)
+        if stuck is not None:
+            raise AccelError(f"human decision section '{stuck.label}' cannot run before or "
+                             "after the sections around it (they depend on each other in "
+                             "a cycle): choose its ops so that no other section needs part "
+                             "of it and feeds the rest")
         raise AccelError("internal error: rdu sections depend on each other in a cycle")
     return order
 
@@ -315,19 +335,25 @@ def repeated_instance(modules: tuple[str, ...]) -> str | None:
 
 def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
                  nlp: bool = False, boundary: Callable[[int], object] | None = None,
-                 limits_of: Callable[[int], tuple[int, int]] | None = None) -> list[Group]:
+                 limits_of: Callable[[int], tuple[int, int]] | None = None,
+                 fixed: list[Group] | None = None, stages: int = 1,
+                 spatial: int = 1) -> list[Group]:
     """Operators in topological order, closed into a section when the next would not fit;
     a change of `boundary(i)` always closes one. `limits_of(i)`: the (PCU, PMU) limits of
-    the section operator i starts (default: `pcu_limit`, `pmu_limit` for all)."""
-    from accel.passes.rdu.operators import topological
-
-    order = topological(graph.operators) or [o.index for o in graph.operators]
+    the section operator i starts (default: `pcu_limit`, `pmu_limit` for all). `fixed`
+    groups (human decisions) are kept whole, each a section of its own; with `stages` > 1
+    the longest sections are split until there are that many (one pipeline stage per chip
+    with --n-chips, so a graph that fits one chip still fills them all). `spatial`: the
+    batch streams through each section in that many parts (--num-spatial-batches)."""
+    order = _order_with_fixed(graph, fixed or [])
+    first_of = {g.operators[0]: g for g in fixed or ()}
+    in_fixed = {i for g in fixed or () for i in g.operators}
     groups: list[Group] = []
     current: list[int] = []
 
     def fits(members: list[int]) -> bool:
         limits = limits_of(members[0]) if limits_of is not None else (pcu_limit, pmu_limit)
-        return estimate_group(graph, members, arch).fits(*limits)
+        return estimate_group(graph, members, arch, spatial).fits(*limits)
 
     def close() -> None:
         nonlocal current
@@ -336,13 +362,18 @@ def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
         current = []
 
     for i in order:
+        if i in in_fixed:
+            close()
+            if i in first_of:
+                groups.append(first_of[i])
+            continue
         if current and boundary is not None and boundary(i) != boundary(current[-1]):
             close()
         if fits(current + [i]):
             current.append(i)
             continue
         if not current or not fits([i]):
-            est = estimate_group(graph, [i], arch)
+            est = estimate_group(graph, [i], arch, spatial)
             label = graph.operators[i].label
             pcus, pmus = limits_of(i) if limits_of is not None else (pcu_limit, pmu_limit)
             raise AccelError(f"rdu: operator {label} needs {est.pcus} PCUs and {est.pmus} "
@@ -358,9 +389,76 @@ def by_resources(graph: Graph, arch: Arch, pcu_limit: int, pmu_limit: int, *,
         close()
         current = [i]
     close()
-    for n, group in enumerate(groups):
-        group.label = f"graph{n}" if len(groups) > 1 else "graph"
+    _split_to_stages(graph, arch, groups, stages, spatial)
+    plain = [g for g in groups if not g.fixed]
+    for n, group in enumerate(plain):
+        group.label = f"graph{n}" if len(plain) > 1 else "graph"
     return groups
+
+
+def _order_with_fixed(graph: Graph, fixed: list[Group]) -> list[int]:
+    """A topological order (program order first) in which each fixed group's operators
+    are contiguous: possible because each is convex (checked when it is formed)."""
+    from accel.passes.rdu.operators import topological
+
+    if not fixed:
+        return topological(graph.operators) or [o.index for o in graph.operators]
+    import heapq
+
+    unit = {i: ("g", k) for k, g in enumerate(fixed) for i in g.operators}
+    members: dict[object, list[int]] = {}
+    for o in graph.operators:
+        members.setdefault(unit.get(o.index, ("o", o.index)), []).append(o.index)
+    succs: dict[object, set[object]] = {u: set() for u in members}
+    indegree = dict.fromkeys(members, 0)
+    for o in graph.operators:
+        a = unit.get(o.index, ("o", o.index))
+        for s in o.succs:
+            b = unit.get(s, ("o", s))
+            if a != b and b not in succs[a]:
+                succs[a].add(b)
+                indegree[b] += 1
+    ready = [(min(members[u]), u) for u, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        order += sorted(members[u])
+        for b in succs[u]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, (min(members[b]), b))
+    if len(order) != len(graph.operators):
+        raise AccelError("human decision sections depend on each other in a cycle")
+    return order
+
+
+def _split_to_stages(graph: Graph, arch: Arch, groups: list[Group], stages: int,
+                     spatial: int) -> None:
+    """Split the longest splittable group at its most balanced point until there are
+    `stages` groups (or nothing is left to split). Groups from `by_resources` are runs of
+    one topological order, so both halves stay convex."""
+    while len(groups) < stages:
+        candidates = [(estimate_group(graph, g.operators, arch, spatial).est_us, k)
+                      for k, g in enumerate(groups) if not g.fixed and len(g.operators) > 1]
+        if not candidates:
+            return
+        _, k = max(candidates)
+        ops = groups[k].operators
+        best = _balanced_cut(graph, arch, ops, spatial)
+        groups[k:k + 1] = [Group(ops[:best], "graph"), Group(ops[best:], "graph")]
+
+
+def _balanced_cut(graph: Graph, arch: Arch, ops: list[int], spatial: int) -> int:
+    """The cut position of `ops` whose longer half is shortest (long groups: a coarse scan
+    of cut points, then every point around the best one)."""
+    def worse_half(c: int) -> float:
+        return max(estimate_group(graph, ops[:c], arch, spatial).est_us,
+                   estimate_group(graph, ops[c:], arch, spatial).est_us)
+
+    step = max(1, len(ops) // 64)
+    best = min(range(1, len(ops), step), key=worse_half)
+    return min(range(max(1, best - step), min(len(ops), best + step)), key=worse_half)
 
 
 def _layer_cut(graph: Graph, members: list[int]) -> int | None:

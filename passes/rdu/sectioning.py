@@ -93,6 +93,17 @@ class Sectioning(ModulePass):
     phase: str = "forward"
     #: Result of each function whose computation forms `grad_norm` sections (-1: none).
     norm_result: int = -1
+    #: -o3: at least this many sections (one pipeline stage per chip of --n-chips).
+    stages: int = 1
+    #: --mac-human-decision: a JSON file whose "sections" entries are applied first.
+    decisions: str = ""
+    #: Sectioning one phase graph of a train step: decision names may carry the phase
+    #: (`backward.s3_linear`) and entries that match nothing are left to other phases.
+    train_phase: bool = False
+    #: --num-spatial-batches: the batch streams through each section in this many parts.
+    spatial_batches: int = 1
+    #: --mac-v2 (the legacy compiler): at -o0/-o1 a view rides along with its producer.
+    legacy: bool = False
 
     def apply(self, module: Operation) -> None:
         if self.level not in LEVELS:
@@ -109,6 +120,16 @@ class Sectioning(ModulePass):
             if problem:
                 self.fail(module, f"scaling {problem}, got '{self.scaling}'")
             factors = parse_scaling_factors(self.scaling)
+        if self.stages < 1 or self.spatial_batches < 1:
+            self.fail(module, "stages and spatial-batches must be at least 1")
+        decisions = None
+        if self.decisions:
+            from accel.passes.rdu.decisions import load
+
+            try:
+                decisions = load(self.decisions)
+            except AccelError as err:
+                self.fail(module, str(err))
         rules = None
         if self.level == "o1":
             try:
@@ -119,31 +140,80 @@ class Sectioning(ModulePass):
             rdu.set_target(module, arch.name, list(factors) if factors else None)
         limits = {phase: (resource_limit(arch, "pcus", phase, factors),
                           resource_limit(arch, "pmus", phase, factors)) for phase in PHASES}
+        matched: set[str] = set()
+        labels: list[str] = []
         for op in list(module.regions[0].blocks[0].operations):
             fn = op.operation
             if fn.name == "func.func" and fn.regions[0].blocks:
                 try:
                     # Block arguments of new sections need a location: the function's.
                     with fn.location:
-                        self._cut(fn, arch, limits, rules)
+                        self._check_batch(fn)
+                        self._cut(fn, arch, limits, rules, decisions, matched, labels)
                 except AccelError as err:
                     self.fail(fn, str(err))
+        if decisions is not None and not self.train_phase:
+            from accel.passes.rdu.decisions import unmatched
+
+            try:
+                unmatched(decisions, matched, labels)
+            except AccelError as err:
+                self.fail(module, str(err))
+
+    def _check_batch(self, fn: Operation) -> None:
+        """--num-spatial-batches must divide the batch (dim 0 of every ranked argument)."""
+        if self.spatial_batches == 1:
+            return
+        name = fn.attributes["sym_name"].value
+        for k, arg in enumerate(fn.regions[0].blocks[0].arguments):
+            t = arg.type
+            if isinstance(t, ir.ShapedType) and t.has_rank and t.rank and \
+                    t.shape[0] >= 0 and t.shape[0] % self.spatial_batches:
+                raise AccelError(f"num_spatial_batches={self.spatial_batches} does not divide "
+                                 f"the batch size {t.shape[0]} (dim 0 of argument {k} of "
+                                 f"@{name})")
+
+    def _fixed(self, graph: operators.Graph, decisions: object, matched: set[str],
+               seen: list[str]) -> list[partition.Group]:
+        """The human decisions' sections of this graph, checked for convexity; records
+        the entries that matched (`matched`) and the operators seen (`seen`)."""
+        from accel.passes.rdu.decisions import claim
+
+        if decisions is None:
+            return []
+        labels = [o.label for o in graph.operators]
+        seen += labels
+        found = []
+        for name, members, where in claim(decisions, labels,  # type: ignore[arg-type]
+                                          self.phase if self.train_phase else None):
+            matched.add(where)
+            if not partition.convex(graph, set(members)):
+                raise AccelError(f"{self.decisions}: {where}: section '{name}' is not "
+                                 "convex: a data path leaves it and comes back (add the "
+                                 "operators in between)")
+            found.append(partition.Group(sorted(members), name, fixed=True))
+        return found
 
     def _cut(self, fn: Operation, arch: Arch, limits: dict[str, tuple[int, int]],
-             rules: list[Rule] | None) -> None:
+             rules: list[Rule] | None, decisions: object = None,
+             matched: set[str] | None = None, seen: list[str] | None = None) -> None:
         graph = operators.build(fn)
         if not graph.operators:
             return
         norm = norm_slice(graph, fn, self.norm_result)
+        fixed = self._fixed(graph, decisions, set() if matched is None else matched,
+                            [] if seen is None else seen)
+        spatial = self.spatial_batches
 
         def phase_of(i: int) -> str:
             return "grad_norm" if i in norm else self.phase
 
         annotated = self.hypersections and self.level == "o3"
         if self.level == "o0":
-            groups = partition.by_operator(graph)
+            groups = partition.by_operator(graph, ride_along=self.legacy, fixed=fixed)
         elif self.level == "o1":
-            groups = partition.by_rules(graph, rules or [])
+            groups = partition.by_rules(graph, rules or [], ride_along=self.legacy,
+                                        fixed=fixed)
         else:
             # Sections never mix phases: each is sized by its own phase's scaling factor.
             def boundary(i: int) -> tuple[str, str | None]:
@@ -152,11 +222,12 @@ class Sectioning(ModulePass):
 
             groups = partition.by_resources(graph, arch, *limits[self.phase], nlp=self.nlp,
                                             boundary=boundary,
-                                            limits_of=lambda i: limits[phase_of(i)])
+                                            limits_of=lambda i: limits[phase_of(i)],
+                                            fixed=fixed, stages=self.stages, spatial=spatial)
         block = fn.regions[0].blocks[0]
         for index, group in enumerate(groups):
             ops = partition.group_ops(graph, group.operators)
-            est = partition.estimate_group(graph, group.operators, arch)
+            est = partition.estimate_group(graph, group.operators, arch, spatial)
             name = f"s{index}_{group.label}"
             phase = "grad_norm" if norm and all(i in norm for i in group.operators) \
                 else self.phase
@@ -171,6 +242,7 @@ class Sectioning(ModulePass):
                 "phase": ir.StringAttr.get(phase),
                 "pcus": rdu._i64(est.pcus), "pmus": rdu._i64(est.pmus),
                 sections.EST_ATTR: ir.FloatAttr.get(ir.F64Type.get(), round(est.est_us, 4)),
+                sections.STAGES_ATTR: rdu._i64(est.stages),
                 sections.LABEL_ATTR: ir.StringAttr.get(group.label),
                 sections.OPS_ATTR: ir.ArrayAttr.get([ir.StringAttr.get(
                     graph.operators[i].label) for i in group.operators]),
@@ -225,4 +297,4 @@ class Hypersections(ModulePass):
                 block = fn.regions[0].blocks[0]
                 with fn.location:
                     sections.fold_hypersections(module, block)
-                    sections.renumber(block)
+                    sections.renumber(block, module)

@@ -32,6 +32,10 @@ INSTANCE_ATTR = "rdu.instance"
 OPS_ATTR = "rdu.ops"
 EST_ATTR = "rdu.est_us"
 LABEL_ATTR = "rdu.label"
+#: Pipeline stages of a section (its compute ops): the cost model's fill term.
+STAGES_ATTR = "rdu.stages"
+#: On a hypersection instance: each inner section's operators in this instance.
+INNER_OPS_ATTR = "rdu.inner_ops"
 
 
 def _top(op: Operation, block: ir.Block) -> Operation | None:
@@ -219,6 +223,10 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
                                        if OPS_ATTR in inner.attributes
                                        for a in inner.attributes[OPS_ATTR]])
               for key, outer in wrapped}
+    # Per inner section: what the instance's own operators are (the body keeps the first's).
+    inner_labels = {key: ir.ArrayAttr.get([
+        inner.attributes[OPS_ATTR] if OPS_ATTR in inner.attributes else ir.ArrayAttr.get([])
+        for inner in sections_of(outer.regions[0].blocks[0])]) for key, outer in wrapped}
     for members in classes.values():
         if len(members) < 2:
             _unwrap(members[0][1])
@@ -236,6 +244,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
             body.append(op.operation)
         for a, b in zip(old.arguments, body.arguments, strict=True):
             a.replace_all_uses_with(b)
+        renumber(body)  # the body's sections: s0_..., s1_... (compiled once, reused)
         for key, outer in members:
             instance = rdu.section(list(outer.operands), signature_out, name=key, index=0,
                                    hypersection=name, loc=outer.location,
@@ -244,6 +253,7 @@ def fold_hypersections(module: Operation, block: ir.Block) -> dict[str, list[str
                 instance.operation.attributes[attr] = outer.attributes[attr]
             instance.operation.attributes[INSTANCE_ATTR] = ir.StringAttr.get(key)
             instance.operation.attributes[OPS_ATTR] = labels[key]
+            instance.operation.attributes[INNER_OPS_ATTR] = inner_labels[key]
             for a, b in zip(outer.results, instance.results, strict=True):
                 a.replace_all_uses_with(b)
             outer.erase()
@@ -269,13 +279,25 @@ def _unwrap(outer: Operation) -> None:
     outer.erase()
 
 
-def renumber(block: ir.Block) -> None:
-    """Sections' `index` and `s<index>_` name prefix in execution order (hypersection
-    instances included, named `s<index>_<instance>`)."""
-    for n, section in enumerate(sections_of(block)):
+def renumber(block: ir.Block, module: Operation | None = None) -> None:
+    """Sections' `index` and `s<index>_` name prefix in execution order. With `module`, a
+    hypersection instance counts as its body's sections (an instance `s<n>_<instance>`
+    covers indices n, n+1, ...: each runs one section of the body), so indices number the
+    sections the chip runs; without it every section counts one."""
+    sizes: dict[str, int] = {}
+    if module is not None:
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "rdu.hypersection":
+                sizes[op.operation.attributes["sym_name"].value] = max(
+                    1, len(sections_of(op.operation.regions[0].blocks[0])))
+    n = 0
+    for section in sections_of(block):
         section.attributes["index"] = rdu._i64(n)
         name = re.sub(r"^s\d+_", "", section.attributes["sym_name"].value)
         section.attributes["sym_name"] = ir.StringAttr.get(f"s{n}_{name}")
+        ref = section.attributes[rdu.HYPERSECTION_ATTR].value \
+            if rdu.HYPERSECTION_ATTR in section.attributes else None
+        n += sizes.get(ref, 1)
 
 
 # -- outlining for emulation ----------------------------------------------------------------

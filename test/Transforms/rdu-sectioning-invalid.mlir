@@ -1,11 +1,14 @@
 // RUN: accel-opt %s --split-input-file --verify-diagnostics -rdu-sectioning='level=o3 scaling=0.002,1,1'
 // RUN: not accel-opt %s --split-input-file -rdu-sectioning='level=o2' 2>&1 | FileCheck %s --check-prefix=LEVEL
 // RUN: not accel-opt %s --split-input-file -rdu-sectioning='phase=training' 2>&1 | FileCheck %s --check-prefix=PHASE
+// RUN: not accel-opt %s --split-input-file -rdu-sectioning='spatial-batches=3' 2>&1 | FileCheck %s --check-prefix=SPATIAL
 
 // A bad option fails the pass with one line naming the valid values (the other options'
 // errors: test/unit/test_rdu_target.py::test_pass_option_errors).
 // LEVEL: error: level must be one of o0, o1, o3, got 'o2'
 // PHASE: error: phase must be one of forward, backward, allreduce, grad_norm, optimizer, got 'training'
+// --num-spatial-batches must divide the batch (dimension 0 of every argument).
+// SPATIAL: error: num_spatial_batches=3 does not divide the batch size 4 (dim 0 of argument 0 of @too_big)
 
 #add = loc("torch.op:aten.add.Tensor|add||=M":1:0)
 

@@ -3,6 +3,8 @@
 // RUN: accel-opt %s --split-input-file -rdu-sectioning='level=o1 rule-list=%S/Inputs/rdu-rules.yaml' | FileCheck %s --check-prefix=TREE
 // RUN: accel-opt %s --split-input-file -rdu-sectioning='level=o3' | FileCheck %s --check-prefix=O3
 // RUN: accel-opt %s --split-input-file -rdu-sectioning='level=o3 scaling=0.003,1,1' | FileCheck %s --check-prefix=TIGHT
+// RUN: accel-opt %s --split-input-file -rdu-sectioning='level=o0 legacy=1' | FileCheck %s --check-prefix=LEGACY
+// RUN: accel-opt %s --split-input-file -rdu-sectioning='level=o3 stages=3' | FileCheck %s --check-prefix=STAGES
 
 // Each op's torch operator is in its location (accel.frontend.provenance): aten op, FX node,
 // annotations, then the module stack path=Class.
@@ -11,28 +13,41 @@
 #softmax = loc("torch.op:aten.softmax.int|softmax||=M":1:0)
 #add = loc("torch.op:aten.add.Tensor|add||=M":1:0)
 
-// A chain of three operators (view rides with gelu): o0 cuts one section per operator,
-// o1's default list (MHA only) has nothing to fuse, o3 keeps the whole graph in one section.
-// Inside a section, a tensor passed from one stage to the next goes through a
-// double-buffered PMU stage buffer.
+// A chain of four operators: o0 cuts one section per operator (SambaFlow: "each PyTorch
+// operator is compiled independently", the view too), o1's default list (MHA only) has
+// nothing to fuse, o3 keeps the whole graph in one section.
 // O0-LABEL: func.func @chain
 // O0: %[[S0:.*]] = "rdu.section"(%arg0)
-// O0: %[[T:.*]] = math.tanh
-// O0-NEXT: %[[B:.*]] = "rdu.stage_buffer"(%[[T]]) {depth = 2 : i64}
-// O0-NEXT: math.absf %[[B]]
-// O0: rdu.ops = ["gelu:gelu", "view:view"]{{.*}}sym_name = "s0_gelu"
-// O0: %[[S1:.*]] = "rdu.section"(%[[S0]])
-// O0: sym_name = "s1_softmax"
+// O0: rdu.ops = ["gelu:gelu"]{{.*}}sym_name = "s0_gelu"
+// O0: %[[V:.*]] = "rdu.section"(%[[S0]])
+// O0: rdu.ops = ["view:view"]{{.*}}sym_name = "s1_view"
+// O0: %[[S1:.*]] = "rdu.section"(%[[V]])
+// O0: sym_name = "s2_softmax"
 // O0: "rdu.section"(%[[S1]], %arg0)
-// O0: sym_name = "s2_add"
+// O0: sym_name = "s3_add"
 // O0-NOT: rdu.section
 // O1-LABEL: func.func @chain
-// O1-COUNT-3: "rdu.section"
+// O1-COUNT-4: "rdu.section"
 // O1-NOT: "rdu.section"
 // O3-LABEL: func.func @chain
 // O3: "rdu.section"(%arg0)
 // O3: rdu.ops = ["gelu:gelu", "view:view", "softmax:softmax", "add:add"]{{.*}}sym_name = "s0_graph"
 // O3-NOT: "rdu.section"
+// The legacy compiler (--mac-v2) lets the view ride along with gelu. Inside a section, a
+// tensor passed from one stage to the next goes through a double-buffered PMU stage buffer.
+// LEGACY-LABEL: func.func @chain
+// LEGACY: %[[T:.*]] = math.tanh
+// LEGACY-NEXT: %[[B:.*]] = "rdu.stage_buffer"(%[[T]]) {depth = 2 : i64}
+// LEGACY-NEXT: math.absf %[[B]]
+// LEGACY: rdu.ops = ["gelu:gelu", "view:view"]{{.*}}sym_name = "s0_gelu"
+// LEGACY: sym_name = "s1_softmax"
+// LEGACY: sym_name = "s2_add"
+// LEGACY-NOT: sym_name = "s3
+// o3 with stages=3 (--n-chips 3): the graph fits one section, but is cut into three
+// pipeline stages, each a run of the operator order.
+// STAGES-LABEL: func.func @chain
+// STAGES-COUNT-3: "rdu.section"
+// STAGES-NOT: "rdu.section"
 // With 3 PCUs and 3 PMUs per section (0.003 x 1040) o3 closes a section when the next
 // operator would need a fourth PMU (input, output and one stage buffer each take one).
 // TIGHT-LABEL: func.func @chain
@@ -65,6 +80,8 @@ func.func @chain(%a: tensor<4xf32>) -> tensor<4xf32> {
 // O1: sym_name = "s1_neg"
 // O0-LABEL: func.func @attention
 // O0-COUNT-5: "rdu.section"
+// LEGACY-LABEL: func.func @attention
+// STAGES-LABEL: func.func @attention
 // O3-LABEL: func.func @attention
 // O3: sym_name = "s0_graph"
 func.func @attention(%q: tensor<4xf32>) -> tensor<4xf32> {
@@ -114,8 +131,22 @@ func.func @branch(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Negative: stages=3 cannot split a single operator (nothing to cut): one section.
+// STAGES-LABEL: func.func @one_operator
+// STAGES-COUNT-1: "rdu.section"
+// STAGES-NOT: "rdu.section"
+func.func @one_operator(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = math.tanh %x : tensor<4xf32> loc(#gelu_one)
+  %1 = math.absf %0 : tensor<4xf32> loc(#gelu_one)
+  return %1 : tensor<4xf32>
+}
+#gelu_one = loc("torch.op:aten.gelu.default|gelu||=M":1:0)
+
+// -----
+
 // Negative: without provenance in the locations (plain MLIR input) every op is its own
 // operator; constants are cloned into the section that uses them, not cut out.
+// STAGES-LABEL: func.func @no_provenance
 // O0-LABEL: func.func @no_provenance
 // O0: "rdu.section"(%arg0)
 // O0-NEXT: ^bb0(%[[X:.*]]: tensor<4xf32>):

@@ -56,12 +56,20 @@ def test_precision_and_simulation_mode_order() -> None:
 
 
 def test_sa_effort_follows_steps_and_run_iters() -> None:
+    """sa_expected_run_iters is the number of iterations of the annealing loop (each
+    CODEGEN_SA_STEPS steps, not capped); 0 runs until an iteration stops improving."""
     cost = schedule.CostModel(GPT2, planned("lpz"), "float", "auto", 1.0, "auto_recompute_sa")
-    capped = schedule.schedule(GPT2, cost, "auto_recompute_sa", {"CODEGEN_SA_STEPS": "400"}, 1)
-    assert capped.sa_steps == schedule.SA_STEPS_PER_RUN
+    one = schedule.schedule(GPT2, cost, "auto_recompute_sa", {"CODEGEN_SA_STEPS": "400"}, 1)
+    assert (one.sa_steps, one.sa_runs) == (400, 1)  # 400 steps: no cap at 200
+    three = schedule.schedule(GPT2, cost, "auto_recompute_sa", {"CODEGEN_SA_STEPS": "30"}, 3)
+    assert three.sa_runs == 3
     two = schedule.schedule(GPT2, cost, "auto_recompute_sa",
                             {"CODEGEN_SA_STEPS": "20", "CODEGEN_NUM_SA_THREADS": "2"}, 0)
-    assert two.sa_steps == 40
+    assert two.sa_steps == 40 and 1 <= two.sa_runs <= schedule.MAX_SA_RUNS
+    # Later iterations start from the best so far: never worse than one iteration.
+    single = schedule.schedule(GPT2, cost, "auto_recompute_sa",
+                               {"CODEGEN_SA_STEPS": "20", "CODEGEN_NUM_SA_THREADS": "2"}, 1)
+    assert two.time_s <= single.time_s
     with pytest.raises(AccelError, match=r"CODEGEN_SA_STEPS='many': expected an integer"):
         schedule.schedule(GPT2, cost, "auto_recompute_sa", {"CODEGEN_SA_STEPS": "many"}, 0)
 

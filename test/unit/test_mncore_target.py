@@ -300,3 +300,25 @@ def test_accel_compile_target_mncore(tmp_path, monkeypatch, capsys) -> None:
     for folder in ("out", "cg"):
         got = accel.load(tmp_path / folder)(x).numpy()
         np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-2, atol=1e-2)
+
+
+def test_codegen_dir_reports_of_the_dashboard(tmp_path) -> None:
+    """MLSDK's codegen_dir reports (reference 4.4.6-4.4.8): trace.json (the compilation's
+    phases and the modelled device timeline), layout_plan_history.html (each layout
+    decision), time_slice.txt/.html (the schedule and layouts before time slicing)."""
+    compile_mlp(codegen_dir=str(tmp_path), sram_budget=1e-5)
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    phases = [e["name"] for e in trace["traceEvents"] if e.get("pid") == 0 and e["ph"] == "X"]
+    assert phases[:4] == ["graph", "layout", "schedule", "split"]
+    assert any(e.get("pid") == 1 and e.get("cat") == "Gemm" for e in trace["traceEvents"])
+    history = (tmp_path / "layout_plan_history.html").read_text()
+    assert "Layout plan history (lpz)" in history
+    for phase in ("<td>start</td>", "<td>forward</td>", "<td>backward</td>", "<td>final</td>"):
+        assert phase in history, phase
+    text = (tmp_path / "time_slice.txt").read_text().splitlines()
+    assert text[0].startswith("# time_slice @main: ")
+    layers = [line for line in text if line.startswith("layer ")]
+    assert len(layers) == len(json.loads((tmp_path / "summary.json").read_text())["layers"])
+    assert any(line.endswith(" time-sliced") for line in layers)  # a tiny SRAM budget
+    html_text = (tmp_path / "time_slice.html").read_text()
+    assert "Layers run in several time slices" in html_text and "<td>%11</td>" in html_text

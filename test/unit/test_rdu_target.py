@@ -291,3 +291,43 @@ def test_accel_compile_writes_pef_sections_and_summary(tmp_path: Path) -> None:
     log = (out / "compile.log").read_text()
     assert "rdu: 3 sections, 0 hypersections" in log
     assert "s1_gelu" in log
+
+
+@pytest.mark.slow
+def test_gpt2_default_hf_settings_o0_one_operator_per_section_with_hypersections() -> None:
+    """-o0 is one PyTorch operator per section (SambaFlow: "each PyTorch operator is compiled
+    independently"), with the default hypersections: the repeated layers' sections are
+    listed one by one, each naming its instance and the body section it runs, compiled once
+    and reused. HF's default attention (sdpa) and cache outputs; 2 chips."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(3)
+    config = transformers.GPT2Config(n_layer=3, n_embd=32, n_head=2, vocab_size=64,
+                                     n_positions=16)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 64, (1, 8))
+    fn = accel.compile(model, (ids,), options={**FAST, "preset": "o0", "n_chips": 2})
+    out = fn(ids)
+    with torch.no_grad():
+        ref = model(ids)
+    np.testing.assert_allclose(out.logits.numpy(), ref.logits.numpy(), rtol=1e-4, atol=1e-5)
+    assert len(out.past_key_values) == 3  # the cache, as eager returns it
+    program = fn.compiled
+    assert all(len(s.ops) == 1 for s in program.sections)
+    assert [s.index for s in program.sections] == list(range(len(program.sections)))
+    ((name, members),) = program.hypersections.items()
+    body = program.bodies[name]
+    inner = [s for s in program.sections if s.hypersection == name]
+    assert len(inner) == len(body) * len(members) and len(body) > 10
+    assert [s.instance for s in inner] == [m for m in members for _ in body]
+    assert [s.body for s in inner] == body * len(members)
+    assert [s.reused for s in inner] == [False] * len(body) + [True] * (len(inner) - len(body))
+    # each instance's sections hold its own layer's operators
+    layered = [s for s in inner if ".h." in s.ops[0]]
+    assert len(layered) > len(members) and all(s.instance + "." in s.ops[0] for s in layered)
+    (h,) = program.sections_json()["hypersections"]
+    assert h["reused_sections"] == len(body) * (len(members) - 1)
+    report = targets.get("rdu").report(program)
+    assert f"of {len(body)} sections, compiled once: {h['reused_sections']} section compiles " \
+           "reused" in report
+    assert f"[@{name} {members[1]}: {body[0]}, reused]" in report
+    assert {s.chip for s in program.sections} == {0, 1}

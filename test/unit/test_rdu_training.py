@@ -170,3 +170,93 @@ def test_allreduce_buckets_and_cost() -> None:
     assert times[0] < times[1] < times[2]
     one_way = 4 * (1 << 20) / (arch.link_gbps * 1e3)
     assert times[2] - times[0] < one_way * 1.1
+
+
+GPT2_TRAIN = '''\
+import torch
+import transformers
+
+
+def get_training(batch_size=2):
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32,
+                                     n_positions=8)          # defaults: dropout 0.1
+    model = transformers.GPT2LMHeadModel(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)
+
+    def loss_fn(m, ids):
+        return m(input_ids=ids, labels=ids).loss
+
+    return model, loss_fn, optimizer, (torch.randint(0, 32, (batch_size, 8)),)
+'''
+
+
+def _dropout_checks(step: object) -> None:
+    """Same seed, same dropout masks (same loss at lr 0); another seed, other masks; with a
+    learning rate the loss falls."""
+    ids = torch.randint(0, 32, (2, 8), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(5)
+    a = float(step(ids))
+    torch.manual_seed(5)
+    b = float(step(ids))  # lr 0: the parameters did not move
+    torch.manual_seed(6)
+    c = float(step(ids))
+    assert a == b and a != c and 2.0 < a < 5.0  # ~log(32) for random weights
+    step.optimizer.param_groups[0]["lr"] = 1e-2
+    losses = [float(step(ids)) for _ in range(6)]
+    assert losses[-1] < losses[0]
+
+
+def test_dropout_step_on_rdu() -> None:
+    """Compiled training with dropout on rdu (the cheap case of the GPT-2 tests below):
+    seeded masks, phases in the sections."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Dropout(0.1),
+                                torch.nn.Linear(64, 32)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)
+
+    def loss_fn(m: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(m(torch.nn.functional.one_hot(
+            ids, 32).float()), ids)
+
+    step = accel.compile_train_step(model, loss_fn, optimizer,
+                                    (torch.randint(0, 32, (2, 8))[:, 0],),
+                                    options={"target": "rdu", "opt_level": 0})
+    assert {s["phase"] for s in step_sections(step)["sections"]} == {"forward", "backward",
+                                                                      "optimizer"}
+    ids = torch.randint(0, 32, (2,), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(5)
+    a = float(step(ids))
+    torch.manual_seed(5)
+    b = float(step(ids))
+    torch.manual_seed(6)
+    assert a == b != float(step(ids))
+
+
+@pytest.mark.long  # ~30-50 s on 2 cores
+def test_gpt2_training_with_default_dropout() -> None:
+    """A HF GPT-2 train step with its default dropout (0.1) compiles for rdu and runs."""
+    pytest.importorskip("transformers")
+    namespace: dict[str, object] = {}
+    exec(GPT2_TRAIN, namespace)  # noqa: S102 - the model file of the accel-compile test
+    model, loss_fn, optimizer, batch = namespace["get_training"]()
+    step = accel.compile_train_step(model, loss_fn, optimizer, batch,
+                                    options={"target": "rdu", "opt_level": 0})
+    phases = {s["phase"] for s in step_sections(step)["sections"]}
+    assert phases == {"forward", "backward", "optimizer"}
+    _dropout_checks(step)
+
+
+@pytest.mark.long
+def test_gpt2_training_with_default_dropout_through_accel_compile(tmp_path: Path) -> None:
+    """The same through SambaFlow's path: accel-compile (training by default), accel.load."""
+    from accel.tools.accel_compile import main
+
+    pytest.importorskip("transformers")
+    (tmp_path / "gpt2_train.py").write_text(GPT2_TRAIN)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "gpt2_train.py"), "--target", "rdu", "-o3", "--option",
+                 "opt_level=0", "--output-folder", str(out), "-q"]) == 0
+    doc = json.loads((out / "sections.json").read_text())
+    assert {s["phase"] for s in doc["sections"]} == {"forward", "backward", "optimizer"}
+    _dropout_checks(accel.load(out))

@@ -81,8 +81,32 @@ LAYER_OVERHEAD_S = 2e-6
 DMA_OVERHEAD_S = 1e-6
 #: Relayouts move data through the L1B/L2B networks: ASSUMED to run at the L2BM bandwidth.
 RELAYOUT_BANDWIDTH = MEMORIES["l2bm"].bandwidth
+#: One step of L1Merge's reduction of partial sums across the L1Bs (a barrier and the
+#: exchange's start): ASSUMED 0.5 us; the bytes move at the L1BM bandwidth.
+MERGE_STEP_S = 0.5e-6
 #: Emulated devices `accel-smi` lists (one board). ASSUMED: one board per host.
 EMULATED_DEVICES = ("mnc2emu0",)
+
+# -- the host side (MLSDK section 4.5: transfers through TensorProxy) ------------------------
+#: Host <-> board link for H2D and D2H: not published for MN-Core 2 (hardware-facts.md has
+#: no host interface figure): ASSUMED 25 GB/s per direction (a PCIe Gen4 x16 link's
+#: effective rate).
+HOST_LINK_BANDWIDTH = 25e9
+#: Start of one host transfer (driver call, DMA descriptor): ASSUMED 5 us.
+HOST_TRANSFER_OVERHEAD_S = 5e-6
+#: One copy stream reaches at most this share of the link (CODEGEN_N_DEV_COPY_STREAMS_THREADS
+#: streams share it): ASSUMED a quarter.
+STREAM_FRACTION = 0.25
+#: Host-side transpose into the device layout before an H2D (the reference: "transpose
+#: operations are required to match the MN-Core's memory layout"), per thread: ASSUMED
+#: 4 GB/s (a memory-bound strided copy on one core).
+HOST_TRANSPOSE_BYTES_PER_S = 4e9
+#: Defaults of CODEGEN_N_TRANSPOSE_THREADS and CODEGEN_N_DEV_COPY_STREAMS_THREADS (the
+#: reference: "Default is 8").
+DEFAULT_TRANSPOSE_THREADS = 8
+DEFAULT_COPY_STREAMS = 8
+#: Host compute for CODEGEN_OPS_ON_HOST layers: ASSUMED 100 GFLOP/s (a few vectorised cores).
+HOST_FLOPS = 100e9
 
 
 def sram_bytes(budget: float = 1.0) -> int:

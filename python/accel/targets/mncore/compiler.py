@@ -83,6 +83,10 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
                          "torch model (accel.compile, accel-compile); MLIR input has none")
     log = _Phases()
     float_dtype = opts.get("float_dtype")
+    alarm = schedule.Alarm(envs)
+    from accel.targets.mncore.nodesim import NodeSimCache
+
+    nodesim = NodeSimCache(opts.get("node_simulation_cache"))
     with parsed(text, filename, None) as (module, _):
         funcs = [op for op in module.body.operations if _is_public_definition(op)]
         if not funcs:
@@ -101,15 +105,34 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
                        f"{plan.relayout_bytes} bytes")
             out.extend(f"relayout {r[0]} for {r[1]}.{r[2]}: {r[3]} -> {r[4]}"
                        for r in plan.relayouts)
+        alarm.check("after layout planning")
         with log.phase("schedule") as out:
-            cost = schedule.CostModel(g, plan, float_dtype or "float", opts["simulation_mode"],
-                                      opts["sram_budget"], opts["scheduler"],
-                                      merge=envs.get("CODEGEN_USE_MERGE", "0") not in ("0", ""))
-            sched = schedule.schedule(g, cost, opts["scheduler"], envs,
-                                      opts["sa_expected_run_iters"])
+            search = _search_space(opts, envs)
+            tried = []
+            for planner, scheduler in search:
+                trial_plan = plan if planner == opts["layout_planner"] else \
+                    layouts.plan(g, planner, specs, envs, _bits_of(g, float_dtype))
+                trial_cost = schedule.CostModel(g, trial_plan, float_dtype or "float",
+                                                opts["simulation_mode"], opts["sram_budget"],
+                                                scheduler, envs=envs, nodesim=nodesim)
+                found = schedule.schedule(g, trial_cost, scheduler, envs,
+                                          opts["sa_expected_run_iters"], alarm)
+                tried.append((found.time_s, planner, scheduler, trial_plan, trial_cost, found))
+            if len(tried) > 1:
+                out.extend(f"search: planner {t[1]} scheduler {t[2]}: {t[0] * 1e6:.3f} us"
+                           for t in tried)
+            _, planner, scheduler, plan, cost, sched = min(tried, key=lambda t: t[0])
+            if len(tried) > 1:
+                opts = {**opts, "layout_planner": planner, "scheduler": scheduler}
+                out.append(f"search: chose planner {planner}, scheduler {scheduler}")
+            nodesim.save()
             out.append(f"scheduler {sched.scheduler}: {sched.time_s * 1e6:.3f} us estimated "
-                       f"(simulation_mode {cost.mode}, SA steps {sched.sa_steps}, "
-                       f"recomputed {len(sched.recomputed)})")
+                       f"(simulation_mode {cost.mode}, SA steps {sched.sa_steps} x "
+                       f"{sched.sa_runs} iterations, beam turns {sched.beam_turns}, "
+                       f"recomputed {len(sched.recomputed)}; node simulations: "
+                       f"{nodesim.simulated} simulated, {nodesim.reused} reused)")
+            search_rows = [{"layout_planner": t[1], "scheduler": t[2],
+                            "time_us": round(t[0] * 1e6, 3)} for t in tried]
         with log.phase("split") as out:
             layered_program = _split(module, funcs[0], g, sched.order, out)
         with log.phase("precision") as out:
@@ -128,7 +151,7 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
         host, functions = host_compile(program, float_dtype, weights,
                                        cache=bool(opts.get("cache", True)), filename=filename)
         functions = {n: sig for n, sig in functions.items() if not n.startswith("layer_")}
-    files = {"l3ir.txt": reports.l3ir(func_name, g, plan, sched, opts),
+    files = {"l3ir.txt": reports.l3ir(func_name, g, plan, sched, opts, cost.pattern),
              "option.json": option_json.option_file(opts, envs, name)}
     bound = _host_weights(weights, float_dtype)
     if layered_program is not None:
@@ -136,12 +159,56 @@ def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], nam
                                               **layered_program.to_json()})
     executable = MncoreExecutable(host, functions, bound, float_dtype, program, files,
                                   sched.time_s * 1e6)
-    files["summary.json"] = reports.dumps(reports.summary(g, plan, sched, log.rows, opts))
+    executable.envs = dict(envs)
+    executable.transfers = _transfers(g, envs)
+    executable.graph_io = {"inputs": [n for n, v in g.values.items() if v.kind == "input"],
+                           "outputs": list(g.outputs)}
+    summary = reports.summary(g, plan, sched, log.rows, opts)
+    summary.update({"sa_runs": sched.sa_runs, "beam_turns": sched.beam_turns,
+                    "node_simulation": nodesim.report(), "compile_options_search": search_rows,
+                    "gemm_patterns": dict(sorted(cost.pattern.items())),
+                    "on_host": [s.name for s in sched.steps if s.on_host],
+                    "transfers": executable.transfers})
+    files["summary.json"] = reports.dumps(summary)
     if opts.get("codegen_dir"):
         with log.phase("emit"):
             _write_codegen_dir(Path(opts["codegen_dir"]), executable, func_name, g, plan,
                                sched, log, opts, text)
     return executable
+
+
+def _search_space(opts: Mapping[str, Any], envs: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(planner, scheduler) pairs to compile with and keep the fastest of:
+    CODEGEN_FIND_BEST_COMPILE_OPTIONS tries every planner with every scheduler ("all
+    available strategies"), CODEGEN_FIND_BETTER_COMPILE_OPTIONS the given planner with the
+    given scheduler, spill_opt and auto_recompute_sa ("reasonable options"); else only the
+    options given."""
+    from accel.targets.mncore.layouts import PLANNERS
+    from accel.targets.mncore.schedule import SCHEDULERS, flag
+
+    given = (opts["layout_planner"], opts["scheduler"])
+    if flag(envs, "CODEGEN_FIND_BEST_COMPILE_OPTIONS"):
+        return [given] + [(p, s) for p in PLANNERS for s in SCHEDULERS if (p, s) != given]
+    if flag(envs, "CODEGEN_FIND_BETTER_COMPILE_OPTIONS"):
+        return list(dict.fromkeys([given, (given[0], "spill_opt"),
+                                   (given[0], "auto_recompute_sa")]))
+    return [given]
+
+
+def _transfers(g: Any, envs: Mapping[str, str]) -> dict[str, Any]:
+    """What one call moves between host and board (timeline.transfer_seconds): its inputs
+    H2D, its outputs D2H, and the weights' first H2D."""
+    from accel.targets.mncore import timeline
+
+    def sizes(kind: str) -> list[int]:
+        return [v.nbytes for v in g.values.values() if v.kind == kind]
+
+    outs = [g.values[n].nbytes for n in g.outputs]
+    return {"h2d_inputs_us": round(timeline.transfer_seconds(sizes("input"), envs) * 1e6, 3),
+            "d2h_outputs_us": round(timeline.transfer_seconds(outs, envs) * 1e6, 3),
+            "h2d_weights_us": round(timeline.transfer_seconds(sizes("weight"), envs) * 1e6, 3),
+            "input_bytes": sum(sizes("input")), "output_bytes": sum(outs),
+            "weight_bytes": sum(sizes("weight"))}
 
 
 def _is_public_definition(op: Any) -> bool:
@@ -236,6 +303,19 @@ def _write_codegen_dir(folder: Path, executable: Any, func_name: str, g: Any, pl
             atomic_write(folder / name, body.encode())
         atomic_write(folder / "layout.html", reports.layout_html(g, plan).encode())
         atomic_write(folder / "profile.json", reports.dumps(reports.profile(sched)).encode())
+        atomic_write(folder / "layout_plan_history.html",
+                     reports.layout_plan_history_html(plan).encode())
+        atomic_write(folder / "time_slice.txt",
+                     reports.time_slice_txt(func_name, g, plan, sched).encode())
+        atomic_write(folder / "time_slice.html",
+                     reports.time_slice_html(g, plan, sched).encode())
+        facts = {"graph": {"layers": len(g.layers), "flops": g.flops},
+                 "layout": {"planner": plan.planner, "relayouts": len(plan.relayouts)},
+                 "schedule": {"scheduler": sched.scheduler, "sa_steps": sched.sa_steps,
+                              "sa_runs": sched.sa_runs, "beam_turns": sched.beam_turns,
+                              "estimated_us": round(sched.time_s * 1e6, 3)}}
+        atomic_write(folder / "trace.json",
+                     reports.dumps(reports.trace(log.rows, sched, facts)).encode())
         for phase, lines in log.logs.items():
             atomic_write(folder / "logs" / f"{phase}.log", ("\n".join(lines) + "\n").encode())
         # The folder is also an artifact: accel.load_codegen_dir reloads it without tracing.

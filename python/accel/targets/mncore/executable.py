@@ -27,6 +27,18 @@ class MncoreExecutable:
     program: str
     files: dict[str, str]  # l3ir.txt, summary.json, option.json, ... (name -> text)
     estimated_us: float
+    #: The CODEGEN_* environment the program was compiled with.
+    envs: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: One call's host transfers (compiler._transfers: H2D/D2H microseconds and bytes).
+    transfers: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The layer graph's input and output tensor names.
+    graph_io: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def external_data(self) -> bool:
+        """MNCORE_USE_EXTERNAL_DATA_FORMAT: out_onnx keeps large tensors in a separate file."""
+        return str(self.envs.get("MNCORE_USE_EXTERNAL_DATA_FORMAT", "0")).strip() \
+            not in ("0", "")
 
     def __getitem__(self, name: str) -> Any:
         layers = self.files.get("layers.json")

@@ -260,6 +260,9 @@ class Plan:
     #: Layer name -> bytes of an output written in another layout than the layer's own
     #: (lpz's fused relayouts): charged FUSED_RELAYOUT_FRACTION of a relayout.
     fused: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The sequence of layout decisions (layout_plan_history.html): dicts with step, phase,
+    #: what, relayouts, relayout_bytes, changed (tensor names).
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def relayout_bytes(self) -> int:
@@ -390,24 +393,54 @@ def _clusters(graph: Graph) -> dict[str, str]:
     return {v: find(v) for v in graph.values}
 
 
+def _record(history: list[dict[str, Any]], p: _Planner, planner: str, phase: str, what: str,
+            scheme: dict[str, str], changed: list[str]) -> None:
+    """One entry of the plan history: the relayouts the layouts so far would need."""
+    trial = p.finish(planner, scheme, check=False)
+    history.append({"step": len(history), "phase": phase, "what": what,
+                    "relayouts": len(trial.relayouts), "relayout_bytes": trial.relayout_bytes,
+                    "changed": changed[:32], "changed_count": len(changed)})
+
+
 def plan(graph: Graph, planner: str, specs: list[SpecEntry], envs: Mapping[str, str],
          bits_of: Mapping[str, int] | None = None) -> Plan:
     """Run `planner` (`lpz`, `bidi`, `legacy`) over `graph`."""
     if planner not in PLANNERS:
         raise AccelError(f"unknown layout_planner {planner!r} (choose from "
                          f"{', '.join(PLANNERS)})")
+    history: list[dict[str, Any]] = []
     if envs.get("CODEGEN_LAYOUT_PLANNER_Z", "0") not in ("0", ""):
         planner = "lpz"
     p = _Planner(graph, specs, envs, bits_of or {})
     scheme = {v: ROW for v in graph.values}
+    if p.fixed_out or p.fixed_in:
+        history.append({"step": 0, "phase": "spec", "what": "layout_spec / gemm_layout_spec "
+                        "entries applied", "relayouts": None, "relayout_bytes": None,
+                        "changed": sorted(p.fixed_out)[:32] + [f"{k[0]}.{k[1]}" for k in
+                                                               sorted(p.fixed_in)][:32],
+                        "changed_count": len(p.fixed_out) + len(p.fixed_in)})
+    _record(history, p, planner, "start", "every tensor in the row scheme", scheme,
+            list(scheme))
     if planner == "legacy":
+        before = dict(scheme)
         for layer in graph.layers:
             scheme[layer.output] = _canonical(layer)
-        return p.finish(planner, scheme)
+        _record(history, p, planner, "legacy", "each layer writes its own scheme; inputs "
+                "converted where a layer wants another", scheme,
+                [v for v in scheme if scheme[v] != before[v]])
+        return _with_history(p.finish(planner, scheme), history)
+    before = dict(scheme)
     _forward(graph, p, scheme)
+    _record(history, p, planner, "forward", "forward propagation: elementwise layers adopt "
+            "their input's scheme, transposes swap", scheme,
+            [v for v in scheme if scheme[v] != before[v]])
+    before = dict(scheme)
     _backward(graph, p, scheme)
+    _record(history, p, planner, "backward", "backward propagation: free tensors take the "
+            "scheme most of their consumers' bytes want", scheme,
+            [v for v in scheme if scheme[v] != before[v]])
     if planner == "bidi":
-        return p.finish(planner, scheme)
+        return _with_history(p.finish(planner, scheme), history)
     honor = envs.get("CODEGEN_LAYOUT_PLANNER_Z_HONOR_LAYOUT_SPEC", "0") not in ("0", "")
     if not honor:
         # The planner keeps its own layout for a FixOutput tensor; its consumers still get
@@ -417,7 +450,17 @@ def plan(graph: Graph, planner: str, specs: list[SpecEntry], envs: Mapping[str, 
             for layer, i in users[value]:
                 p.fixed_in.setdefault((layer.name, i), text)
         p.fixed_out = {}
-    return _descend(graph, p, scheme, p.finish(planner, scheme))
+    return _with_history(_descend(graph, p, scheme, p.finish(planner, scheme), history),
+                         history)
+
+
+def _with_history(found: Plan, history: list[dict[str, Any]]) -> Plan:
+    history.append({"step": len(history), "phase": "final", "what": f"{found.planner}: "
+                    f"{len(found.relayouts)} relayouts, {len(found.fused)} fused outputs",
+                    "relayouts": len(found.relayouts), "relayout_bytes": found.relayout_bytes,
+                    "changed": [], "changed_count": 0})
+    found.history = history
+    return found
 
 
 def _forward(graph: Graph, p: _Planner, scheme: dict[str, str]) -> None:
@@ -448,8 +491,10 @@ def _backward(graph: Graph, p: _Planner, scheme: dict[str, str]) -> None:
                 scheme[v] = COL
 
 
-def _descend(graph: Graph, p: _Planner, scheme: dict[str, str], best: Plan) -> Plan:
-    """Coordinate descent over clusters on the relayout bytes (lpz)."""
+def _descend(graph: Graph, p: _Planner, scheme: dict[str, str], best: Plan,
+             history: list[dict[str, Any]] | None = None) -> Plan:
+    """Coordinate descent over clusters on the relayout bytes (lpz); each accepted change
+    is recorded in `history`."""
     cluster = _clusters(graph)
     roots = sorted(set(cluster.values()))
     improved = True
@@ -467,7 +512,14 @@ def _descend(graph: Graph, p: _Planner, scheme: dict[str, str], best: Plan) -> P
                     flipped[layer.output] = p.out_scheme(layer, flipped)
             trial = p.finish("lpz", flipped, check=False)
             if trial.relayout_bytes < best.relayout_bytes:
+                changed = [v for v in flipped if flipped[v] != scheme[v]]
                 scheme.clear()
                 scheme.update(flipped)
                 best, improved = trial, True
+                if history is not None:
+                    history.append({"step": len(history), "phase": "lpz",
+                                    "what": f"round {rounds}: cluster of {root} flipped",
+                                    "relayouts": len(trial.relayouts),
+                                    "relayout_bytes": trial.relayout_bytes,
+                                    "changed": changed[:32], "changed_count": len(changed)})
     return p.finish("lpz", scheme)

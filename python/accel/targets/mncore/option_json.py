@@ -3,8 +3,11 @@
 Precedence (reference section 4.2): options given directly win over the file's args; the
 file's envs apply unless the process environment already has the variable. An arg is
 `--name=value` of an mncore option or `float_dtype`; the file's own `option_json` args are
-ignored (no nesting, as MLSDK). A preset name (O0..O4, debug) reads the JSON shipped in
-`preset_options/`. codegen_dir's option.json has this format, so it reproduces a build.
+ignored (no nesting, as MLSDK). A preset name (O0..O4, debug) or MLSDK's path of one
+(`/opt/pfn/pfcomp/codegen/preset_options/O1.json`) reads the JSON shipped in
+`preset_options/`. Variables the reference documents but this model cannot apply are
+refused with the reason (`REFUSED`), in files and in the environment alike. codegen_dir's
+option.json has this format, so it reproduces a build.
 """
 
 from __future__ import annotations
@@ -26,28 +29,57 @@ _COMMON_ARGS = ("float_dtype",)
 #: Options that say where outputs go: not part of a build's identity, never in option.json.
 OUTPUT_OPTIONS = ("option_json", "codegen_dir", "out_onnx")
 
-#: Environment variables MLSDK documents (section 4.2.3), value = honoured here.
+#: Environment variables MLSDK documents (section 4.2.3) that change the plan here, each as
+#: the reference describes (docs/mncore.md has the table and test/unit/test_mncore_envs.py a
+#: test per variable showing the change).
 _HONOURED = (
     "CODEGEN_SA_STEPS", "CODEGEN_NUM_SA_THREADS", "CODEGEN_ALLOW_UNUSED_LAYOUT_SPEC",
     "CODEGEN_LAYOUT_PLANNER_Z_HONOR_LAYOUT_SPEC", "CODEGEN_IGNORE_LAYOUT_CHECK",
     "CODEGEN_MAX_TIME_SLICE", "CODEGEN_LAYOUT_PLANNER_Z", "CODEGEN_USE_MERGE",
-)
-#: Accepted (MLSDK documents them) but without effect here: docs/mncore.md lists them.
-_WITHOUT_EFFECT = (
     "CODEGEN_USE_PARALLEL_MERGE", "CODEGEN_FIND_BEST_COMPILE_OPTIONS",
     "CODEGEN_FIND_BETTER_COMPILE_OPTIONS", "CODEGEN_SCHEDULE_PP_BEAM_MAX_TURN",
     "CODEGEN_SCHEDULE_PP_BEAM_TURN_PRUNE_LIMIT", "CODEGEN_SCHEDULE_PP_BEAM_WIDTH",
     "CODEGEN_N_TRANSPOSE_THREADS", "CODEGEN_N_DEV_COPY_STREAMS_THREADS",
-    "CODEGEN_ENABLE_SET_PARTIAL_LOCATION", "CODEGEN_GEMM_FORCE_CHANNEL_SPLIT", "CODEGEN_OP_DEF",
-    "CODEGEN_SKIP_RESOLVE_NEGATIVE_INDICES", "CODEGEN_TIME_SLICE_SCATTERED_INDEXING_BCAST",
-    "CODEGEN_USE_ADDR_FIRST_Z", "CODEGEN_ALARM", "CODEGEN_IGNORE_REUSED_VALUE_LAYOUT",
-    "CODEGEN_DEFER_SIMPLIFY", "CODEGEN_NODE_SIM_ALLOW_UNEXPECTED_FAIL",
-    "CODEGEN_FORCE_ATTENTION_GRAD_AFTER_FORWARD", "CODEGEN_AUTO_RECOMPUTE_HACK_FOR_QWEN",
-    "CODEGEN_STOP_USING_GENERIC_INDEXING_GATHER_INDEX_ADD", "CODEGEN_GEMM_FORCE_WEIGHT_ON_DRAM",
-    "CODEGEN_LPZ_SKIP_PROPAGATE_TIME", "CODEGEN_OPS_ON_HOST", "MNCORE_USE_EXTERNAL_DATA_FORMAT",
-    "PFVM_DISABLE_CONSTANT_REUSE",
+    "CODEGEN_GEMM_FORCE_CHANNEL_SPLIT", "CODEGEN_GEMM_FORCE_WEIGHT_ON_DRAM",
+    "CODEGEN_OPS_ON_HOST", "CODEGEN_ALARM", "MNCORE_USE_EXTERNAL_DATA_FORMAT",
 )
-ENVS: dict[str, bool] = {**dict.fromkeys(_HONOURED, True), **dict.fromkeys(_WITHOUT_EFFECT, False)}
+#: Documented variables this model has nothing to apply to: an error with the reason, never
+#: silently ignored.
+REFUSED: dict[str, str] = {
+    "CODEGEN_ENABLE_SET_PARTIAL_LOCATION": "the SRAM model always keeps the part of a "
+    "working set that fits in LM and streams only the excess (partial locations are on)",
+    "CODEGEN_OP_DEF": "accel has one implementation per operator; there are no alternative "
+    "op definitions to choose",
+    "CODEGEN_SKIP_RESOLVE_NEGATIVE_INDICES": "torch-mlir resolves negative indices before "
+    "codegen; nothing is left to skip",
+    "CODEGEN_TIME_SLICE_SCATTERED_INDEXING_BCAST": "Gather layers are not time-sliced apart "
+    "from other layers in this model",
+    "CODEGEN_USE_ADDR_FIRST_Z": "layouts here come from two generated schemes; there is no "
+    "address assignment order to change",
+    "CODEGEN_IGNORE_REUSED_VALUE_LAYOUT": "reused values are planned like every other value; "
+    "there is no separate constraint to ignore",
+    "CODEGEN_DEFER_SIMPLIFY": "accel has no PFVM simplify passes (MLIR canonicalisation "
+    "replaces them)",
+    "CODEGEN_NODE_SIM_ALLOW_UNEXPECTED_FAIL": "node simulations here are analytic and "
+    "cannot fail",
+    "CODEGEN_FORCE_ATTENTION_GRAD_AFTER_FORWARD": "training compiles forward and backward "
+    "as separate programs, so attention gradients always run after the forward",
+    "CODEGEN_AUTO_RECOMPUTE_HACK_FOR_QWEN": "accel has no Qwen-specific recompute rules "
+    "(auto_recompute_sa's choice is model-independent)",
+    "CODEGEN_STOP_USING_GENERIC_INDEXING_GATHER_INDEX_ADD": "there is one Gather/IndexAdd "
+    "implementation, no generic-indexing variant to switch off",
+    "CODEGEN_LPZ_SKIP_PROPAGATE_TIME": "lpz here does not propagate time-slice dimensions "
+    "between layers",
+    "PFVM_DISABLE_CONSTANT_REUSE": "accel has no PFVM passes; constants are handled by MLIR "
+    "folding",
+}
+ENVS: dict[str, bool] = {**dict.fromkeys(_HONOURED, True), **dict.fromkeys(REFUSED, False)}
+
+
+def refuse(name: str, where: str) -> OptionError:
+    """The one-line error for a refused variable."""
+    return OptionError(f"{where}: {name} is not supported by the emulated MN-Core: "
+                       f"{REFUSED[name]}")
 
 
 def arg_options() -> list[str]:
@@ -56,9 +88,23 @@ def arg_options() -> list[str]:
         + list(_COMMON_ARGS)
 
 
+def preset_of(spec: str) -> str | None:
+    """The preset `spec` names: a preset name, or MLSDK's path of a preset file
+    (`/opt/pfn/pfcomp/codegen/preset_options/O1.json`) when no such file exists here."""
+    if spec in PRESETS:
+        return spec
+    path = Path(spec)
+    if path.suffix == ".json" and path.stem in PRESETS and \
+            path.parent.name == "preset_options" and not path.exists():
+        return path.stem
+    return None
+
+
 def read(spec: str) -> dict[str, Any]:
     """The option file `spec` (a preset name or a path), validated."""
-    if spec in PRESETS:
+    preset = preset_of(spec)
+    if preset is not None:
+        spec = preset
         text = resources.files(__package__).joinpath("preset_options", f"{spec}.json") \
             .read_text("utf-8")
         where = f"preset {spec}"
@@ -85,6 +131,8 @@ def read(spec: str) -> dict[str, Any]:
         if name not in ENVS:
             raise OptionError(f"option 'option_json': {where}: unknown environment variable "
                               f"{name!r} (known: {', '.join(sorted(ENVS))})")
+        if name in REFUSED:
+            raise refuse(name, f"option 'option_json': {where}")
         if not isinstance(value, str | int | float | bool):
             raise OptionError(f"option 'option_json': {where}: {name} must be a scalar")
     parsed: dict[str, Any] = {}
@@ -124,6 +172,8 @@ def effective(options: Mapping[str, Any], baseline: Mapping[str, Any]
         envs.update(data["envs"])
     for key in ENVS:  # the process environment wins over the file
         if key in os.environ:
+            if key in REFUSED:
+                raise refuse(key, "environment")
             envs[key] = os.environ[key]
     return result, envs, name
 

@@ -2,7 +2,9 @@
 
 A model is cut into sections the way SambaFlow's graph compiler does (`-o0` one PyTorch
 operator per section, `-o1` fusion rule lists from `rules/*.yaml`, `-o3` the fewest
-sections that fit the chip), repeated layers become hypersections, each section gets PCU,
+sections that fit the chip), repeated layers become hypersections (compiled once, run per
+instance), the schedule is placed on `--n-chips` chips (`placement.py`), SambaFlow's
+support arguments apply (`config.py`), each section gets PCU,
 PMU and time estimates from the resource model (`accel.passes.rdu.cost`, arch table in
 `accel.dialects.rdu_arch`), and the sectioned program runs on the host, each section
 through the CPU target. The passes live in `accel.passes.rdu`, the compile steps in
@@ -28,17 +30,19 @@ class RduTarget(Target):
     torch_provenance = True
 
     def check(self, options: Mapping[str, Any]) -> None:
-        """Refuse a bad rule list before the model is exported."""
-        if options.get("sectioning") == "o1":
-            from accel.passes.rdu.rules import load_rules
+        """Refuse bad rule lists, configs and decision files before the model is exported
+        (and warn about arguments without effect)."""
+        from accel.targets.rdu import config
 
-            load_rules(options["o1_rule_list"])
+        config.check(config.effective(options))
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
+        from accel.targets.rdu import config
         from accel.targets.rdu.program import compile_program
 
-        self.check(options)
+        options = config.effective(options)
+        config.check(options, warn=False)
         text = module if isinstance(module, str) else \
             module.operation.get_asm(enable_debug_info=True)
         return compile_program(text, options, weights)

@@ -15,13 +15,15 @@ the manifest like every artifact file.
 The weights themselves are the artifact's `weights/*.npy` (one copy, checksummed in
 manifest.json); the PEF lists which it needs. `sections.json` is the human and tool view:
 {"arch_limits", "sections": [{"name", "index", "phase", "ops", "pcu", "pmu",
-"hypersection", "chip", "est_us", "transfer_us"}], "hypersections": [{"name",
-"instances"}]}.
+"hypersection", "chip", "est_us", "transfer_us"} plus, for a hypersection's sections,
+"instance", "body", "reused"], "hypersections": [{"name", "instances", "members", "body",
+...}], "pipeline": {...}} (docs/rdu.md, "Artifact").
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,10 +37,16 @@ PEF_VERSION = 1
 SECTIONS_JSON = "sections.json"
 
 
+#: A folder being written (`accel.artifact.staged_folder`): `.<name>.<random>.partial`.
+_STAGED = re.compile(r"^\.(.+)\.[^.]+\.partial$")
+
+
 def pef_name(program: Any, folder: Path) -> str:
-    """`<pef-name>.pef` (accel-compile sets `artifact_name`), else the folder's name."""
+    """`<pef-name>.pef` (accel-compile sets `artifact_name`), else the folder's name (the
+    final one when `folder` is the staging folder it is written in first)."""
     name = getattr(program, "artifact_name", None) or folder.resolve().name or "model"
-    return f"{name}.pef"
+    staged = _STAGED.match(name)
+    return f"{staged.group(1) if staged else name}.pef"
 
 
 def pef_document(program: Any) -> dict[str, Any]:
@@ -46,8 +54,8 @@ def pef_document(program: Any) -> dict[str, Any]:
         "format": PEF_FORMAT, "version": PEF_VERSION, "arch": program.arch.name,
         "arch_limits": program.limits, "options": program.options,
         "sections": [s.to_json() for s in program.sections],
-        "hypersections": [{"name": n, "instances": len(v), "members": v}
-                          for n, v in program.hypersections.items()],
+        "hypersections": program.hypersections_json(),
+        "pipeline": program.pipeline,
         "schedule": [{"index": s.index, "section": s.name, "chip": s.chip,
                       "hypersection": s.hypersection} for s in program.sections],
         "weights": [{"name": n, "dtype": a.dtype.str, "shape": list(a.shape)}
@@ -76,7 +84,8 @@ def load(folder: Path, manifest: Mapping[str, Any], weights: Mapping[str, np.nda
     from accel.artifact import checked_file
     from accel.dialects.rdu_arch import lookup_arch
     from accel.targets.cpu.compile import compile_mlir
-    from accel.targets.rdu.program import RduProgram, Section
+    from accel.targets.rdu.program import RduProgram
+    from accel.targets.rdu.schedule import Section
 
     files = manifest.get("target_files")
     name = files.get("pef") if isinstance(files, Mapping) else None
@@ -97,9 +106,12 @@ def load(folder: Path, manifest: Mapping[str, Any], weights: Mapping[str, np.nda
     try:
         sections = [Section(s["name"], int(s["index"]), s["phase"], list(s["ops"]),
                             int(s["pcu"]), int(s["pmu"]), s["hypersection"],
-                            float(s["est_us"]), int(s["chip"]), float(s.get("transfer_us", 0)))
+                            float(s["est_us"]), int(s["chip"]), float(s.get("transfer_us", 0)),
+                            s.get("instance"), s.get("body"), bool(s.get("reused", False)),
+                            shard=s.get("shard"), shards=int(s.get("shards", 1)))
                     for s in doc["sections"]]
         hypers = {h["name"]: list(h["members"]) for h in doc["hypersections"]}
+        bodies = {h["name"]: list(h.get("body", [])) for h in doc["hypersections"]}
         needed = [w["name"] for w in doc["weights"]]
     except (KeyError, TypeError, ValueError) as err:
         raise _malformed(folder, f"sections: {err}") from None
@@ -113,5 +125,6 @@ def load(folder: Path, manifest: Mapping[str, Any], weights: Mapping[str, np.nda
                                                "filename": f"{folder}/{name}"},
                              weights=weights)
     limits = doc.get("arch_limits") if isinstance(doc.get("arch_limits"), dict) else {}
+    pipeline = doc.get("pipeline") if isinstance(doc.get("pipeline"), dict) else {}
     return RduProgram(emulation, arch, limits, sections, hypers, ir["sectioned"],
-                      ir["emulation"], options)
+                      ir["emulation"], options, pipeline=pipeline, bodies=bodies)

@@ -8,8 +8,11 @@
    `rdu-hypersection`; the module-wide `rdu` verifier then checks every section against
    the chip times the scaling factor;
 3. read the sections back (name, index, phase, operators, PCUs, PMUs, estimated time,
-   hypersection) and place them on `n_chips` chips: contiguous pipeline stages balanced by
-   estimated time, each tensor crossing chips costing a transfer over the chip link;
+   hypersection; a hypersection instance as the sections of its body, each marked with
+   the instance and whether it reuses the body compiled for an earlier one), split GEMMs
+   with `--model-parallel`, and place them on `n_chips` chips (`placement.py`: the
+   pipeline partition minimising the slowest chip, tensors crossing chips costed over the
+   chip link);
 4. outline every section body (a hypersection's once) into a function and compile the
    result with the CPU target: the entry runs the sections in order, each through its own
    compiled function, so numerics are PyTorch's up to the CPU target's rounding.
@@ -27,31 +30,10 @@ import numpy as np
 
 from accel.diagnostics import AccelError
 from accel.dialects.rdu_arch import Arch, lookup_arch, parse_scaling_factors, resource_limit
+from accel.targets.rdu.schedule import Section  # noqa: F401 - re-exported: the section record
 
 #: Options of the CPU target the emulation is compiled with (the rest are the RDU's).
 CPU_OPTIONS = ("opt_level", "cache", "mm_conv_precision_mode", "float_dtype")
-
-
-@dataclass
-class Section:
-    """One section as sections.json lists it."""
-
-    name: str
-    index: int
-    phase: str
-    ops: list[str]
-    pcu: int
-    pmu: int
-    hypersection: str | None
-    est_us: float
-    chip: int = 0
-    transfer_us: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "index": self.index, "phase": self.phase, "ops": self.ops,
-                "pcu": self.pcu, "pmu": self.pmu, "hypersection": self.hypersection,
-                "chip": self.chip, "est_us": round(self.est_us, 4),
-                "transfer_us": round(self.transfer_us, 4)}
 
 
 @dataclass
@@ -68,6 +50,10 @@ class RduProgram:
     options: dict[str, Any] = field(default_factory=dict)
     #: The artifact's name (accel-compile's --pef-name): the PEF file is `<name>.pef`.
     artifact_name: str | None = None
+    #: Per-chip loads and the pipeline's figures (placement.pipeline).
+    pipeline: dict[str, Any] = field(default_factory=dict)
+    #: hypersection -> its body's section names (compiled once).
+    bodies: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def functions(self) -> Mapping[str, Any]:
@@ -83,12 +69,23 @@ class RduProgram:
                              f"{', '.join('@' + n for n in self.functions) or 'none'}")
         return self.emulation[name]
 
+    def hypersections_json(self) -> list[dict[str, Any]]:
+        """Each hypersection: its instances (`members`), the body's sections (compiled
+        once) and how many section compiles reusing them saved."""
+        found = []
+        for name, members in self.hypersections.items():
+            body = self.bodies.get(name, [])
+            found.append({"name": name, "instances": len(members), "members": members,
+                          "body": body, "compiled_sections": len(body),
+                          "reused_sections": len(body) * (len(members) - 1)})
+        return found
+
     def sections_json(self) -> dict[str, Any]:
         return {"arch": self.arch.name, "arch_limits": self.limits,
                 "sections": [s.to_json() for s in self.sections],
-                "hypersections": [{"name": n, "instances": len(v), "members": v}
-                                  for n, v in self.hypersections.items()],
-                "total_est_us": round(total_us(self.sections), 4)}
+                "hypersections": self.hypersections_json(),
+                "total_est_us": round(total_us(self.sections), 4),
+                "pipeline": self.pipeline}
 
 
 def total_us(sections: list[Section]) -> float:
@@ -101,7 +98,7 @@ def arch_limits(arch: Arch, factors: tuple[float, ...] | None,
     return {"pcu": arch.pcus, "pmu": arch.pmus, "sram_mb": arch.sram_mb,
             "peak_tflops": arch.peak_tflops, "dram_gbps": arch.dram_gbps,
             "clock_ghz": arch.clock_ghz, "link_gbps": arch.link_gbps,
-            "assumed": list(arch.assumed),
+            "assumed": list(arch.assumed), "sources": dict(arch.sources),
             "scaling_factors": list(factors) if factors else None,
             "phase": phase,
             "section_pcu_limit": resource_limit(arch, "pcus", phase, factors),
@@ -122,6 +119,7 @@ def compile_program(module_text: str, options: Mapping[str, Any],
     from accel.passes.rdu.sectioning import Hypersections, Sectioning
     from accel.pipeline import RunConfig, run_passes
     from accel.targets.cpu.compile import compile_mlir
+    from accel.targets.rdu.schedule import read_schedule
 
     arch = lookup_arch(options["arch"])
     if arch is None:
@@ -134,11 +132,16 @@ def compile_program(module_text: str, options: Mapping[str, Any],
     # its sections carry the phase, and the optimizer's norm computation is `grad_norm`.
     phase = options.get("graph_phase") or "forward"
     outputs = list(options.get("graph_outputs") or ())
+    n_chips = int(options.get("n_chips", 1))
+    legacy = bool(options.get("mac_v2"))
     passes: list[object] = [Sectioning(
         level=options["sectioning"], rule_list=options["o1_rule_list"], arch=arch.name,
         scaling=",".join(f"{f:g}" for f in factors) if factors else "",
         nlp=options.get("compiler_mode") == "nlp", hypersections=hyper, phase=phase,
-        norm_result=outputs.index("grad_norm") if "grad_norm" in outputs else -1)]
+        norm_result=outputs.index("grad_norm") if "grad_norm" in outputs else -1,
+        stages=1 if legacy else n_chips, decisions=options.get("mac_human_decision") or "",
+        train_phase=bool(options.get("graph_phase")),
+        spatial_batches=int(options.get("num_spatial_batches") or 1), legacy=legacy)]
     if hyper:
         passes.append(Hypersections())
     enable_torch_mlir_extensions()
@@ -159,8 +162,9 @@ def compile_program(module_text: str, options: Mapping[str, Any],
                                                  verify_each=False))
             sectioned_ir = module.operation.get_asm(enable_debug_info=False,
                                                     assume_verified=True)
-            sections, hypers = read_sections(module.operation)
-            place(sections, module.operation, arch, options.get("n_chips", 1))
+            schedule = read_schedule(module.operation)
+        with phases.phase("rdu-place"):
+            sections, pipeline = place(schedule, arch, options)
         phases.snapshot("rdu-sections", sectioned_ir)
         with phases.phase("rdu-outline"), module.operation.location:
             sec.outline(module.operation)
@@ -172,8 +176,9 @@ def compile_program(module_text: str, options: Mapping[str, Any],
         phases.snapshot("rdu-outline", emulation_ir)
     cpu = {k: options[k] for k in CPU_OPTIONS if k in options}
     emulation = compile_mlir(located_ir, {**cpu, "filename": filename}, weights=weights)
-    return RduProgram(emulation, arch, arch_limits(arch, factors, phase), sections, hypers,
-                      sectioned_ir, emulation_ir, _json_options(options))
+    return RduProgram(emulation, arch, arch_limits(arch, factors, phase), sections,
+                      schedule.hypersections, sectioned_ir, emulation_ir,
+                      _json_options(options), pipeline=pipeline, bodies=schedule.bodies)
 
 
 def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,66 +186,41 @@ def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
             if v is None or isinstance(v, bool | int | float | str | list | tuple)}
 
 
-def _attr(op: Any, name: str, default: Any = None) -> Any:
-    return op.attributes[name].value if name in op.attributes else default
+def place(schedule: Any, arch: Arch, options: Mapping[str, Any]
+          ) -> tuple[list[Section], dict[str, Any]]:
+    """Split the human decisions' GEMMs (--model-parallel) and place the schedule on
+    `n_chips` chips (the optimal pipeline partition; greedy with --mac-v2); returns the
+    sections with their chips and transfers, and the pipeline's figures."""
+    import warnings
 
+    from accel.targets.rdu import placement
 
-def read_sections(module: Any) -> tuple[list[Section], dict[str, list[str]]]:
-    """The top-level sections of the entry functions, and hypersection -> instances."""
-    from accel.passes.rdu import sections as sec
+    sections, edges = list(schedule.sections), list(schedule.edges)
+    n_chips = int(options.get("n_chips", 1))
+    train = options.get("graph_phase") or None
+    decisions = None
+    if options.get("mac_human_decision"):
+        from accel.passes.rdu.decisions import load
 
-    top = module.regions[0].blocks[0]
-    bodies = {_attr(op.operation, "sym_name"): op.operation for op in top.operations
-              if op.operation.name == "rdu.hypersection"}
-    found: list[Section] = []
-    hypers: dict[str, list[str]] = {}
-    for fn in top.operations:
-        if fn.operation.name != "func.func" or not fn.operation.regions[0].blocks:
-            continue
-        for op in sec.sections_of(fn.operation.regions[0].blocks[0]):
-            ref = op.attributes["hypersection"].value if "hypersection" in op.attributes \
-                else None
-            inner = sec.sections_of(bodies[ref].regions[0].blocks[0]) if ref else [op]
-            ops = [str(a.value) for a in (op.attributes[sec.OPS_ATTR]
-                                          if sec.OPS_ATTR in op.attributes else [])]
-            est = sum(_attr(s, sec.EST_ATTR, 0.0) for s in inner)
-            name = _attr(op, "sym_name")
-            found.append(Section(name, _attr(op, "index", 0), _attr(op, "phase", "forward"),
-                                 ops, _attr(op, "pcus", 0), _attr(op, "pmus", 0), ref, est))
-            if ref:
-                hypers.setdefault(ref, []).append(name)
-    return found, hypers
-
-
-def place(sections: list[Section], module: Any, arch: Arch, n_chips: int) -> None:
-    """Cut the section sequence into `n_chips` contiguous stages of about equal estimated
-    time; a tensor a section reads from a section on another chip costs a link transfer."""
-    from accel.passes.rdu.operators import nbytes
-    from accel.passes.rdu.sections import sections_of
-
-    total = sum(s.est_us for s in sections) or 1.0
-    chip, acc = 0, 0.0
-    for s in sections:
-        if chip < n_chips - 1 and acc >= total * (chip + 1) / n_chips:
-            chip += 1
-        s.chip = chip
-        acc += s.est_us
-    if n_chips == 1:
-        return
-    by_name = {s.name: s for s in sections}
-    top = module.regions[0].blocks[0]
-    for fn in top.operations:
-        if fn.operation.name != "func.func" or not fn.operation.regions[0].blocks:
-            continue
-        for op in sections_of(fn.operation.regions[0].blocks[0]):
-            me = by_name.get(_attr(op, "sym_name"))
-            for value in op.operands:
-                owner = value.owner
-                src = owner.operation if hasattr(owner, "operation") else None
-                if me is None or src is None or src.name != "rdu.section":
-                    continue
-                other = by_name.get(_attr(src, "sym_name"))
-                if other is not None and other.chip != me.chip:
-                    from accel.passes.rdu.cost import transfer_us
-
-                    me.transfer_us += transfer_us(nbytes(value), arch)
+        decisions = load(options["mac_human_decision"])
+    pins: dict[int, int] = {}
+    if decisions is not None:
+        pins = placement.pins_of(sections, decisions, n_chips, train)
+        if options.get("model_parallel"):
+            wanted = placement.model_parallel_plan(sections, decisions, n_chips, train)
+            sections, edges, remap = placement.split_gemms(sections, edges, wanted, arch)
+            pins = {new: chip for old, chip in pins.items() for new in remap[old]}
+    if 0 < len(sections) < n_chips:
+        warnings.warn(f"rdu: {len(sections)} section(s) cannot fill {n_chips} chips: "
+                      f"placed on {len(sections)}", stacklevel=2)
+    per_byte = placement.link_us_per_byte(arch)
+    times = [s.est_us for s in sections]
+    if options.get("mac_v2") and not pins:
+        chip_of, method = placement.greedy(times, n_chips), "greedy (--mac-v2)"
+    else:
+        chip_of = placement.partition(times, edges, n_chips, per_byte, pins)
+        method = "optimal pipeline partition" + (" with pins" if pins else "")
+    xfer = placement.transfers(chip_of, edges, per_byte)
+    for s, chip, t in zip(sections, chip_of, xfer, strict=True):
+        s.chip, s.transfer_us = chip, t
+    return sections, placement.pipeline(sections, n_chips, method)

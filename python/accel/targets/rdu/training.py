@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from accel.targets.rdu.program import Section
+from accel.targets.rdu.schedule import Section
 
 #: Phase graphs in the order one step runs them (the all-reduce comes after backward).
 GRAPHS = ("forward", "backward", "optimizer")
@@ -84,9 +84,9 @@ def step_sections(step: Any) -> dict[str, Any]:
     hypers: list[dict[str, Any]] = []
     for graph, program in programs.items():
         ordered += [(graph, s) for s in program.sections]
-        for name, members in program.hypersections.items():
-            hypers.append({"name": f"{graph}.{name}", "instances": len(members),
-                           "members": [f"{graph}.{m}" for m in members]})
+        for h in program.hypersections_json():
+            hypers.append({**h, "name": f"{graph}.{h['name']}",
+                           "members": [f"{graph}.{m}" for m in h["members"]]})
         if graph == "backward" and settings.get("data_parallel"):
             last = max((s.chip for s in program.sections), default=0)
             ordered += [("allreduce", s) for s in allreduce_sections(step, first.arch, last)]
@@ -109,7 +109,9 @@ def step_sections(step: Any) -> dict[str, Any]:
                          "world_size": world, "world_size_assumed": assumed,
                          "clip_grad_norm": settings.get("clip_grad_norm")},
             "sections": [s.to_json() for s in sections], "hypersections": hypers,
-            "total_est_us": round(per_step, 4)}
+            "total_est_us": round(per_step, 4),
+            # Each phase graph is placed on the chips on its own (placement.py).
+            "pipeline": {graph: program.pipeline for graph, program in programs.items()}}
 
 
 def summary(step: Any) -> str:
@@ -141,6 +143,10 @@ def summary(step: Any) -> str:
     for h in doc["hypersections"]:
         lines.append(f"rdu: hypersection @{h['name']}: {h['instances']} instances, "
                      "compiled once")
+    from accel.targets.rdu.report import chip_lines
+
+    for graph, pipeline in doc["pipeline"].items():
+        lines += [line.replace("rdu: ", f"rdu: {graph}: ", 1) for line in chip_lines(pipeline)]
     return "\n".join(lines)
 
 
