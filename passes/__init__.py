@@ -33,6 +33,7 @@ from accel.passes import (  # noqa: E402,F401,I001
     prepare_one_shot,
     reduce_reduce_fusion,
     split_argmax,
+    split_functions,
     tile_transposes,
     unsafe_math_canonicalize,
 )

@@ -294,8 +294,11 @@ def run_isolated(module: Operation, funcs: list[Operation], pipeline: str) -> st
     try:
         return run_pipeline_isolated(text, f"builtin.module(func.func({pipeline}))")
     except IsolatedFailure as why:
-        warnings.warn(f"accel-affine-fusion: skipped, upstream affine-loop-fusion failed "
-                      f"({why}); the code is correct but unfused", stacklevel=2)
+        from accel.interrupts import pending
+
+        if not pending():  # Ctrl-C: the compile stops after this pass, nothing to warn
+            warnings.warn(f"accel-affine-fusion: skipped, upstream affine-loop-fusion failed "
+                          f"({why}); the code is correct but unfused", stacklevel=2)
         return None
 
 

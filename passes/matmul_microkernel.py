@@ -267,8 +267,11 @@ def _transposed_source(op: Operation, value: ir.Value) -> ir.Value | None:
 
 
 #: Ops that write no existing buffer (a fill writes only its own output, checked below).
+#: Views too: nn.Linear on a (batch, seq, features) input collapses the input to 2-D
+#: between the weight's transpose and the matmul.
 _NO_WRITES = ("memref.alloc", "memref.alloca", "memref.get_global", "arith.constant",
-              "linalg.fill")
+              "linalg.fill", "memref.collapse_shape", "memref.expand_shape",
+              "memref.subview", "memref.cast", "memref.reinterpret_cast")
 
 
 def _nothing_writes_between(first: Operation, last: Operation) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -67,8 +68,9 @@ Documentation: docs/accel-compile.md, docs/architecture.md.
 """
 
 
-def epilog() -> str:
-    """Each target's presets and options (from the targets and the options table)."""
+def epilog(debug: bool = False) -> str:
+    """Each target's presets and options (from the targets and the options table);
+    experimental options only with `debug`."""
     from accel import options, targets
 
     lines = ["targets, their presets and options:"]
@@ -82,7 +84,8 @@ def epilog() -> str:
                 + (" default" if p == target.default_preset else "")
                 for p, values in presets.items())
             lines.append(f"    presets: {shown}")
-        own = [o for o in options.OPTIONS.values() if o.scope == name or name in o.also]
+        own = [o for o in options.OPTIONS.values() if (o.scope == name or name in o.also)
+               and (debug or not o.experimental)]
         for o in own:
             spell = o.flag or f"--option {o.name}=..."
             lines.append(f"    {spell}: {o.doc} (default {options._show(o.default)}; "
@@ -102,11 +105,12 @@ class _Parser(argparse.ArgumentParser):
         raise AccelError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line parser."""
+def build_parser(debug: bool = False) -> argparse.ArgumentParser:
+    """The command-line parser; `debug` (--debug given): --help also lists the experimental
+    options (SambaFlow's rule)."""
     from accel.targets import names
 
-    p = _Parser(prog=PROG, description=DESCRIPTION, epilog=epilog(), allow_abbrev=False,
+    p = _Parser(prog=PROG, description=DESCRIPTION, epilog=epilog(debug), allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model.py or model.mlir")
     p.add_argument("--pef-name", metavar="NAME",
@@ -144,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress line, even on a terminal")
     p.add_argument("--debug", action="store_true",
-                   help="--verbose, plus Python tracebacks for errors")
+                   help="--verbose, plus Python tracebacks for errors; with --help, also "
+                        "the experimental arguments (supported, subject to change)")
     p.add_argument("--log-dir", metavar="DIR",
                    help="also write the warnings of the compile to DIR/<pef-name>.warnings.log")
     aot = p.add_argument_group("ahead-of-time library (docs/aot.md)")
@@ -163,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     aot.add_argument("--num-iters", type=int, metavar="N",
                      help="after compiling, run the function N times on the example inputs "
                           "(the library's with --aot) and print the mean time")
-    add_table_flags(p)
+    add_table_flags(p, debug)
     p.add_argument("--version", action="version", version=version_text(PROG))
     return p
 
@@ -172,9 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
 FLAG_ALIASES = {"world_size": ("-ws",)}
 
 
-def add_table_flags(p: argparse.ArgumentParser) -> None:
+def add_table_flags(p: argparse.ArgumentParser, debug: bool = False) -> None:
     """A flag for every option of the table that has a spelling and no hand-made flag
-    above, grouped by scope; values are parsed and validated by `accel.options`."""
+    above, grouped by scope; values are parsed and validated by `accel.options`.
+    Experimental options are accepted always but shown in --help only with `debug`."""
     from accel.options import OPTIONS
 
     taken = {s for action in p._actions for s in action.option_strings}
@@ -188,6 +194,8 @@ def add_table_flags(p: argparse.ArgumentParser) -> None:
             scope, p.add_argument_group(f"options ({scope})"))
         dest = f"opt_{o.name}"
         help_text = f"{o.doc} (default {o.default!r}; {o.allowed()})".replace("%", "%%")
+        if o.experimental:
+            help_text = ("[experimental] " + help_text) if debug else argparse.SUPPRESS
         spellings = (o.flag, *FLAG_ALIASES.get(o.name, ()))
         if o.types == (bool,):
             group.add_argument(*spellings, dest=dest, action=argparse.BooleanOptionalAction,
@@ -245,7 +253,8 @@ def planned_phases(s: Any, path: Path) -> list[str]:
 def main(argv: list[str]) -> int:
     """Parse `argv`, compile MODEL, write the artifact folder; 0 on success."""
     check_short_options(argv)
-    a = build_parser().parse_args(argv)
+    a = build_parser(debug="--debug" in argv[:argv.index("--")] if "--" in argv
+                     else "--debug" in argv).parse_args(argv)
     path = Path(a.model)
     if path.suffix not in (".py", ".mlir"):
         raise AccelError(f"MODEL must be a .py or .mlir file, got '{path}'")
@@ -276,15 +285,32 @@ def main(argv: list[str]) -> int:
         if a.log_dir:
             write_warnings_log(Path(a.log_dir), s.pef_name, found)
     build.warnings = found
-    write_artifact(out, s, build, argv, path)
-    library = write_aot_library(out, s, build) if s.aot is not None else None
+    from accel.artifact import staged_folder
+
+    # Written beside `out` and moved in whole: Ctrl-C or an error leaves no half folder.
+    with staged_folder(out) as stage:
+        write_artifact(stage, s, build, argv, path)
+        library = write_aot_library(stage, s, build, out) if s.aot is not None else None
+    if library is not None:
+        library = _relocated(library, stage, out)
     if a.num_iters is not None:
         run_iterations(out, build, library, a.num_iters)
     if verbose:
         total = f"{build.seconds:.3f}s" + (", cache hit" if build.rec.cache_hit else "")
         print(f"[{PROG}] total {total}", file=sys.stderr)
+    if verbose or sys.stderr.isatty():  # docs/dashboard.md
+        print(f"{PROG}: to inspect it in a browser: accel-dashboard serve "
+              f"{shlex.quote(str(out))}", file=sys.stderr)
     print(f"{PROG}: wrote {out} (entry @{build.entry})", file=sys.stderr)
     return 0
+
+
+def _relocated(library: Any, stage: Path, out: Path) -> Any:
+    """An AOT library written into `stage`, with its paths in `out` where it now lies."""
+    import dataclasses
+
+    return dataclasses.replace(library, out_dir=out, files={
+        key: out / path.relative_to(stage) for key, path in library.files.items()})
 
 
 def run() -> None:

@@ -194,8 +194,8 @@ def _shortest_bf16(value: float) -> str:
 def format_result(value: Any, spec: Any) -> str:
     """`2x3xf32=[1.0, ...]` for arrays (rank 0: `f32=[v]`), `f32=v` for scalars."""
     dtype_name = spec.dtype.mlir
-    if spec.kind == "scalar":
-        return f"{dtype_name}={format_scalar(value, dtype_name)}"
+    if spec.kind == "scalar":  # a 0-d array (accel.runtime.call)
+        return f"{dtype_name}={format_scalar(np.asarray(value)[()], dtype_name)}"
     arr = np.asarray(value)
     prefix = "".join(f"{d}x" for d in arr.shape)
     items = ", ".join(format_scalar(v, dtype_name) for v in arr.reshape(-1).tolist())

@@ -10,6 +10,8 @@ Public API (lazy, so `import accel` stays cheap for the CLIs):
 - `accel.compile_mlir(source, options=None)`: JIT-compile MLIR for the host CPU.
 - `accel.set_num_threads(n)` / `accel.get_num_threads()`: threads of compiled parallel loops
   (default: $ACCEL_NUM_THREADS, else all cores available).
+- `accel.rdu` (`@accel.rdu.hypersection`, docs/rdu.md) and `accel.mlsdk` (MLSDK's device and
+  context API on the emulated MN-Core, docs/mncore.md): submodules imported on first use.
 """
 
 from __future__ import annotations
@@ -37,11 +39,18 @@ _LAZY = {name: (module, name) for module, names in _PROVIDERS.items() for name i
 _LAZY["get_num_threads"] = ("accel.targets.cpu.parallel", "num_threads")
 
 
+#: Submodules users reach as attributes after a plain `import accel` (`@accel.rdu.hypersection`,
+#: `accel.mlsdk.Context`), imported on first use.
+_SUBMODULES = ("rdu", "mlsdk")
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'accel' has no attribute {name!r}")
     import importlib
 
+    if name in _SUBMODULES:
+        return importlib.import_module(f"accel.{name}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'accel' has no attribute {name!r}")
     mod, attr = _LAZY[name]
     return getattr(importlib.import_module(mod), attr)
 

@@ -38,10 +38,14 @@ def resolve_options(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the API's name
-            options: dict[str, Any] | None = None, dynamic_shapes: Any = None) -> CompiledModule:
+            options: dict[str, Any] | None = None, dynamic_shapes: Any = None,
+            example_kwargs: dict[str, Any] | None = None) -> CompiledModule:
     """Compile a `torch.nn.Module` (or a callable on tensors) for the inputs' shapes/dtypes.
 
-    `example_inputs` is a tuple of tensors (numpy arrays are converted). Options:
+    `example_inputs` is a tuple of tensors (numpy arrays are converted); `example_kwargs`
+    keyword arguments of the same call. Inputs may be nested (tuples, lists, dicts, HF
+    caches such as `DynamicCache`); non-tensor values (`use_cache=True`) are fixed at
+    compile time. The compiled module is called like the model. Options:
     `accel.options.OPTIONS`. `dynamic_shapes` is `torch.export`'s: dimensions marked with
     `torch.export.Dim` stay dynamic in the compiled code, the others are fixed.
     Weights are not copied: the compiled code reads the model's parameters in place.
@@ -54,9 +58,18 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
     if dynamic_shapes is not None and not isinstance(dynamic_shapes, dict | tuple | list):
         raise TypeError(f"dynamic_shapes must be None, a dict or a tuple (torch.export's), "
                         f"got {type(dynamic_shapes).__name__}")
+    if example_kwargs is not None and not isinstance(example_kwargs, dict):
+        raise TypeError(f"example_kwargs must be a dict of keyword arguments, got "
+                        f"{type(example_kwargs).__name__}")
     opts = resolve_options(options)
     _refuse_train_options(opts)
-    return _guarded_compile(model, tuple(example_inputs), opts, dynamic_shapes)
+    if dynamic_shapes is not None:
+        from accel.frontend import hf_cache
+
+        dynamic_shapes = hf_cache.expand_dynamic_shapes(tuple(example_inputs),
+                                                        example_kwargs or {}, dynamic_shapes)
+    return _guarded_compile(model, tuple(example_inputs), opts, dynamic_shapes,
+                            kwargs=example_kwargs or {})
 
 
 def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
@@ -74,12 +87,18 @@ def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
 
 
 def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
-                     dynamic_shapes: Any, *, structured: bool = True) -> CompiledModule:
+                     dynamic_shapes: Any, *, structured: bool = True,
+                     kwargs: dict[str, Any] | None = None) -> CompiledModule:
+    from accel import interrupts
     from accel.diagnostics import AccelError, out_of_memory, too_deep
     from accel.frontend.program import model_name
 
     try:
-        return _compile(model, example_inputs, opts, dynamic_shapes, structured)
+        with interrupts.guarded():  # Ctrl-C: stops at a safe place, nothing is cached
+            return _compile(model, example_inputs, opts, dynamic_shapes, structured,
+                            kwargs or {})
+    except KeyboardInterrupt:
+        raise interrupts.interrupted(f"compiling {model_name(model)}") from None
     except RecursionError:  # hashing, importing or lowering a deeply nested model
         raise AccelError(too_deep(model_name(model))) from None
     except MemoryError as err:  # still a MemoryError, saying what ran out
@@ -87,7 +106,8 @@ def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str
 
 
 def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
-             dynamic_shapes: Any, structured: bool = True) -> CompiledModule:
+             dynamic_shapes: Any, structured: bool = True,
+             kwargs: dict[str, Any] | None = None) -> CompiledModule:
     import torch
 
     from accel import phases, targets
@@ -102,18 +122,20 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
     # The front cache skips the import, so not while a recording wants the IR of each phase.
     front = FrontCache(target, func_name, opts) if opts["cache"] and \
         (rec is None or not rec.keep_ir) else None
-    program = front.early(model, inputs, dynamic_shapes) if front is not None else None
+    # Keyword arguments take the export path (their structure comes from torch.export).
+    program = front.early(model, inputs, dynamic_shapes) if front is not None and \
+        not kwargs else None
     if program is None:
         from accel.frontend.torch_import import import_program
 
         program = import_program(model, inputs, func_name=func_name,
                                  dynamic_shapes=dynamic_shapes,
                                  reuse=front.reuse if front is not None else None,
-                                 provenance=target.torch_provenance)
+                                 provenance=target.torch_provenance, example_kwargs=kwargs)
     outputs = program.outputs if structured else None
     if program.compiled is not None:  # a front-cache hit
         result = CompiledModule(model, program.compiled, None, func_name, opts,
-                                tuple(program.mutations), outputs)
+                                tuple(program.mutations), outputs, program.inputs)
         result.set_module_text(program.module_text)
     else:
         text = program.module.operation.get_asm(enable_debug_info=True)
@@ -124,11 +146,12 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
         if front is not None:
             front.store(program, text)
         result = CompiledModule(model, compiled, program.module, func_name, opts,
-                                tuple(program.mutations), outputs)
+                                tuple(program.mutations), outputs, program.inputs)
     if opts.get("out_onnx"):  # after a front-cache hit too: the file is asked for each time
         from accel.frontend.onnx_export import export_onnx
 
-        export_onnx(model, inputs, opts["out_onnx"], dynamic_shapes)
+        export_onnx(model, inputs, opts["out_onnx"], dynamic_shapes,
+                    external_data=bool(getattr(result.compiled, "external_data", False)))
     if opts["aot"]:
         if program.mutations:
             raise NotImplementedError(f"aot: {model_name(model)} updates buffers or inputs in "
@@ -158,13 +181,21 @@ def load(folder: Any) -> Any:
         return load_step(folder)
 
     found = load_folder(folder)
-    outputs = None
+    outputs = inputs = None
     if found.output_structure is not None:
         from accel.frontend.outputs import OutputStructure
 
         outputs = OutputStructure.from_json(found.output_structure)
+    if found.input_structure is not None:
+        from accel.diagnostics import AccelError
+        from accel.frontend.inputs import InputStructure
+
+        inputs = InputStructure.from_json(found.input_structure)
+        if inputs is None:
+            raise AccelError(f"artifact '{folder}': its input structure cannot be read "
+                             "(damaged, or it names a class accel does not load)")
     module = CompiledModule(None, found.executable, None, found.entry, found.options,
-                            outputs=outputs)
+                            outputs=outputs, inputs=inputs)
     module.set_module_text(found.model_mlir)
     return module
 

@@ -16,10 +16,11 @@ shared library.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,18 +51,71 @@ def folder_path(folder: Any, what: str) -> Path:
                         f"{type(folder).__name__}") from None
 
 
+@contextlib.contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A new hidden folder beside `out` (`.<name>.<random>.partial`) to write an artifact
+    into. When the block ends normally its contents move into `out` (one `rename` when
+    `out` does not exist yet; else each file and subfolder replaces its namesake) with
+    Ctrl-C held off (`accel.interrupts.deferred`); on an error or Ctrl-C it is deleted.
+    So `out` never holds half an artifact."""
+    import shutil
+    import tempfile
+
+    from accel import interrupts
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial",
+                                      dir=out.parent))
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    try:
+        yield stage
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(stage, 0o777 & ~umask)  # mkdtemp's 0700: an artifact is shared as a folder
+        with interrupts.deferred():
+            _move_into(stage, out)
+    except OSError as err:
+        raise AccelError(f"could not write artifact folder '{out}': {err}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _move_into(stage: Path, out: Path) -> None:
+    """`stage`'s contents into `out` (see `staged_folder`)."""
+    import shutil
+
+    if not out.exists():
+        os.rename(stage, out)
+        return
+    for item in stage.iterdir():
+        target = out / item.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(item, target)
+
+
 def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
                     options: Mapping[str, Any], model_mlir: str | None = None,
-                    outputs: Any = None) -> Path:
+                    outputs: Any = None, inputs: Any = None, staged: bool = True) -> Path:
     """Write a target's executable (e.g. a `compile_mlir` result) as an artifact folder
-    callable through `entry`; returns its Path. `outputs`: the model's output structure
-    (`accel.frontend.outputs.OutputStructure`), kept when it can be written as text."""
+    callable through `entry`; returns its Path. `outputs`/`inputs`: the model's output and
+    input structures (`accel.frontend.outputs`/`.inputs`), kept when they can be written
+    as text. `staged`: written beside the folder first and moved in whole
+    (`staged_folder`); False when `folder` already is such a stage."""
     from accel import targets
 
     if entry not in executable.functions:
         raise AccelError(f"no public function @{entry} to save; available: "
                          f"{', '.join('@' + n for n in executable.functions) or 'none'}")
     out = folder_path(folder, "save: folder")
+    if staged:
+        with staged_folder(out) as stage:
+            save_executable(stage, executable, entry=entry, options=options,
+                            model_mlir=model_mlir, outputs=outputs, inputs=inputs,
+                            staged=False)
+        return out
     options = dict(options)
     target = targets.get(options.get("target", "cpu"))
     sig = executable.functions[entry]
@@ -75,6 +129,7 @@ def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: s
         "inputs": [_io_spec(a) for a in sig.args],
         "outputs": [_io_spec(r) for r in sig.results],
         "output_structure": outputs.to_json() if outputs is not None else None,
+        "input_structure": inputs.to_json() if inputs is not None else None,
     }
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -98,6 +153,8 @@ class Loaded:
     model_mlir: str | None
     #: The saved output structure (JSON; accel.frontend.outputs), None for flat results.
     output_structure: Any = None
+    #: The saved input structure (JSON; accel.frontend.inputs), None for flat arguments.
+    input_structure: Any = None
 
 
 def load(folder: str | os.PathLike[str]) -> Loaded:
@@ -123,7 +180,7 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
     executable = target.load(root, manifest, arrays)
     options["verify_numerics"] = False  # no eager model to compare with
     return Loaded(executable, entry, options, _model_mlir(root),
-                  manifest.get("output_structure"))
+                  manifest.get("output_structure"), manifest.get("input_structure"))
 
 
 def _checked_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,8 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
             first.file = tool_name()  # `accel-opt: error: ...` for errors with no source
         print(err.format(), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C (accel.interrupts): one line, the shell's status
+        print(f"{tool_name()}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 1
@@ -69,8 +70,17 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
 
 
 def exit_with(main: Callable[[list[str]], int]) -> None:
-    """Console-script entry: `sys.exit(run_main(main))`."""
-    sys.exit(run_main(main))
+    """Console-script entry: `sys.exit(run_main(main))`; after Ctrl-C (status 130) at once,
+    without the seconds CPython's shutdown spends collecting torch's objects."""
+    from accel.interrupts import exit_on_interrupt
+
+    exit_on_interrupt()
+    code = run_main(main)
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def read_input(path: str) -> str:

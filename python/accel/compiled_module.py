@@ -31,7 +31,7 @@ class CompiledModule:
 
     def __init__(self, model: Any, compiled: Any, module: Any, func_name: str,
                  options: dict[str, Any], mutations: tuple[Any, ...] = (),
-                 outputs: Any = None):
+                 outputs: Any = None, inputs: Any = None):
         self.model = model
         self.compiled = compiled
         self.module = module
@@ -48,6 +48,10 @@ class CompiledModule:
         #: dict, a 1-tuple, a ModelOutput are rebuilt; None for the flat default.
         self.outputs = outputs
         self._rebuild = self._rebuilder()
+        #: How a call's (args, kwargs) map onto the flat tensor arguments
+        #: (`accel.frontend.inputs`): kwargs, nested containers, HF caches, fixed values;
+        #: None for plain positional tensors.
+        self.inputs = inputs
         #: The AOT library (`accel.aot.AotLibrary`) when compiled with `aot=True`.
         self.aot_library: Any = None
         #: Mean seconds of one run in the last call (`num_iters` runs are averaged).
@@ -137,11 +141,32 @@ class CompiledModule:
         if self.mutations:
             raise NotImplementedError("saving a model that updates its buffers or inputs in "
                                       "place is not supported yet")
+        if self.inputs is not None and self.inputs.to_json() is None:
+            raise NotImplementedError("saving a model whose arguments' structure cannot be "
+                                      "written as text is not supported")
         return save_executable(folder, self.compiled, entry=self.func_name,
                                options=self.options, model_mlir=self.module_text(),
-                               outputs=self.outputs)
+                               outputs=self.outputs, inputs=self.inputs)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.inputs is not None:
+            return self._call_structured(args, kwargs)
+        if kwargs:
+            raise TypeError(f"compiled {self.func_name}: keyword arguments "
+                            f"{', '.join(kwargs)} were not given when compiling (pass "
+                            "example_kwargs to accel.compile)")
+        return self._call_flat(args)
+
+    def _call_structured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call whose arguments are nested or keywords: flattened as the example's
+        were; HF cache objects in the results update the caches passed in, as eager."""
+        from accel.frontend import hf_cache
+
+        flat = self.inputs.flatten(args, kwargs)
+        result = self._call_flat(tuple(flat))
+        return hf_cache.adopt((args, kwargs), result)
+
+    def _call_flat(self, args: tuple[Any, ...]) -> Any:
         fn = self._fast_fn
         if fn is not None and fn is self._fn:
             plan = fn.fast
@@ -217,6 +242,9 @@ class CompiledModule:
             self._verify(eager_state, outputs)
         if as_torch:
             outputs = [_to_torch(o, spec) for o, spec in zip(outputs, specs, strict=True)]
+        if self.outputs is not None:
+            for i, k in self.outputs.aliases.items():  # an updated input, not a copy of it
+                outputs[i] = args[k]
         if self._rebuild is not None:
             return self._rebuild(outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -12,7 +12,9 @@ and recompiles when a guard such as a shape or the grad mode fails. `options` ar
 `accel.api.OPTIONS`, plus the `torch_compile`-scoped `select_graphs` and `filter_graphs`.
 
 - Inference (grad mode off, or no input requires grad): the graph is compiled with
-  `accel.api.compile` at the example inputs' shapes and dtypes.
+  `accel.api.compile` at the example inputs' shapes and dtypes; a graph with symbolic
+  sizes (`dynamic=True`, or dynamo's automatic dynamic shapes once a size changed, as a KV
+  cache does in `generate()`) once for every size (`accel.dynamo_symbolic`).
 - Training (grad mode on and an input, e.g. a parameter, requires grad): AOTAutograd splits
   the joint graph into a forward and a backward graph and accel compiles both
   (`accel.dynamo_graphs`); in-place buffer updates (BatchNorm's running statistics) are
@@ -27,12 +29,13 @@ numbering is per `options` dict: two `torch.compile` calls given the same dict o
 
 A graph runs eagerly (the usual `torch.compile` backend behaviour), with one `UserWarning`
 per distinct reason, when accel cannot compile it (`AccelError`), when it takes non-tensor
-or symbolic-shape inputs (`dynamic=True`), when an inference graph mutates its inputs in
-place, or when a training graph draws random numbers (dropout in training mode: compiled
-code cannot reproduce eager PyTorch's random stream); and, without a warning, when
+inputs or symbolic integers that are no tensor input's size, or when a training graph
+draws random numbers without a compiled generator (`randperm`, `multinomial`; dropout,
+`rand`, `randn`, `bernoulli` compile: `accel.training.rng`); and, without a warning, when
 `select_graphs`/`filter_graphs` leave it out. With `options={"strict_target": True}` an
-`AccelError` is raised instead for a compile failure or an input mutation (dynamo wraps it
-in `BackendCompilerFailed`).
+`AccelError` is raised instead for a compile failure (dynamo wraps it in
+`BackendCompilerFailed`). In-place updates of inputs (a StaticCache's `index_copy_`) are
+compiled and written back into the inputs after each call.
 
 `stats` counts, in this process, the graphs accel compiled (`"compiled"`, and by kind:
 `"inference"`, `"forward"`, `"backward"`) and those it handed back to run eagerly
@@ -59,6 +62,7 @@ from accel.api import compile as accel_compile
 from accel.api import resolve_options
 from accel.diagnostics import AccelError
 from accel.dynamo_graphs import NOT_SELECTED, GraphRecord, compile_training, concrete
+from accel.dynamo_symbolic import is_symbolic, plan, still_dynamic
 from accel.options import GRAPH_NAME, split_torch_compile
 
 __all__ = ["BACKEND_NAME", "GraphRecord", "accel_backend", "graphs", "register", "reset",
@@ -159,31 +163,53 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
     flat_out, out_spec = torch.utils._pytree.tree_flatten(out_node.args[0])
     if not flat_out or not all(isinstance(n, torch.fx.Node) for n in flat_out):
         return _fallback(gm, name, "the graph returns no tensors or returns constants")
-    inputs = [concrete(x) for x in example_inputs]
-    if any(x is None for x in inputs):
-        return _fallback(gm, name, "the graph takes non-tensor or symbolic-shape inputs "
-                                   "(use dynamic=False)")
+    symbolic = None
+    if is_symbolic(example_inputs):  # sizes that vary between calls: compiled once for all
+        symbolic = plan(gm, example_inputs)
+        if isinstance(symbolic, str):
+            return _fallback(gm, name, symbolic)
+        symbolic.call.__name__ = name
+    elif any(concrete(x) is None for x in example_inputs):
+        return _fallback(gm, name, "the graph takes non-tensor inputs")
     try:
-        compiled = accel_compile(gm, tuple(inputs), options=accel_options)
+        # Outside dynamo's tracing context: torch.export's guards on its own inputs must not
+        # join the guards dynamo builds for the user's frame (with symbolic sizes they fail
+        # there: "Guard failed on the same frame it was created").
+        with torch._guards.tracing(None):
+            if symbolic is None:
+                compiled = accel_compile(gm, tuple(concrete(x) for x in example_inputs),
+                                         options=accel_options)
+            else:
+                compiled = accel_compile(symbolic.call, symbolic.tensors,
+                                         options=accel_options,
+                                         dynamic_shapes=symbolic.dynamic_shapes)
+        if symbolic is not None:
+            fixed = still_dynamic(compiled, symbolic)
+            if fixed is not None:
+                raise AccelError(f"accel backend: {name}: {fixed}")
     except AccelError as err:
         if opts["strict_target"]:
             raise
         return _fallback(gm, name, str(err))
     n_out = len(flat_out)
-    n_compiled = len(compiled.compiled.functions[compiled.func_name].results)
+    # In-place updates of inputs (a StaticCache's index_copy_) come first among the compiled
+    # results; the CompiledModule writes them back into the graph's inputs, as eager does.
+    n_compiled = len(compiled.compiled.functions[compiled.func_name].results) - \
+        len(compiled.mutations)
     if n_compiled != n_out:
-        # torch.export returns mutated inputs as extra leading outputs: not written back.
-        reason = (f"the graph mutates its inputs in place ({n_compiled} compiled outputs for "
-                  f"{n_out} graph outputs)")
+        reason = f"{n_compiled} compiled outputs for {n_out} graph outputs"
         if opts["strict_target"]:
-            raise AccelError(f"accel backend: {reason}")
+            raise AccelError(f"accel backend: {name}: {reason}")
         return _fallback(gm, name, reason)
     record = GraphRecord(name, "inference", True)
     _report(record)
 
+    positions = symbolic.positions if symbolic is not None else None
+
     def run(*args: Any) -> Any:
         record.calls += 1
-        results = compiled(*args)
+        results = compiled(*args) if positions is None else \
+            compiled(*[args[p] for p in positions])
         flat = list(results) if isinstance(results, tuple) else [results]
         if len(flat) != n_out:
             raise AccelError(f"accel backend: compiled graph returned {len(flat)} outputs, "

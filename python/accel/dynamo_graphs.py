@@ -16,10 +16,14 @@ through (AOTAutograd saves parameters and inputs for backward), constants, `None
 repeated outputs and view ops at the end of an output's chain (a transposed weight, a
 detached activation) are filled in around the compiled call by torch, not compiled.
 
+Random ops (dropout in training mode) become a counter-based generator on one more input,
+a key drawn from torch's default generator per call (`accel.training.rng`): the forward
+graph computes the dropout mask and returns it for the backward graph. SDPA is traced
+through its math path (`sdpa_kernel(SDPBackend.MATH)`), whose backward accel lowers.
+
 A graph runs eagerly (its FX code, as AOTAutograd traced it; one warning per reason) when
-it has symbolic shapes, random ops (dropout in training mode: accel's code cannot follow
-eager's RNG stream), or accel cannot compile it. The two graphs are decided separately: the
-backward of a forward with dropout takes the dropout mask as an input and is compiled. The
+it has symbolic shapes, a random op without a compiled generator (`randperm`, ...), or
+accel cannot compile it. The two graphs are decided separately. The
 callbacks `selected(name)` and `report(record)` (`accel.dynamo`) decide which graphs
 accel compiles and count what happened.
 """
@@ -34,6 +38,7 @@ import torch
 
 from accel.api import compile_phase_graph
 from accel.diagnostics import AccelError
+from accel.training.rng import draw_key, functionalize_random
 
 
 @dataclass
@@ -159,19 +164,26 @@ def compile_part(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, nam
     if any(x is None for x in inputs):
         return eager("the graph takes non-tensor or symbolic-shape inputs (use dynamic=False)")
     random_op = _random_op(gm)
-    if random_op is not None:
-        return eager(f"the graph draws random numbers ({random_op}, e.g. dropout in training "
-                     "mode): compiled code cannot follow eager PyTorch's random stream")
+    if random_op is not None and kind == "backward":  # it would draw another dropout mask
+        return eager(f"the backward graph draws random numbers ({random_op})")
     plan, nodes = _plan(gm)
     if any(_not_tensor(n) for n in nodes):
         return eager("the graph returns non-tensor values (symbolic sizes)")
     compiled = None
+    keyed = False
     if nodes:
         try:
+            pruned = _pruned(gm, nodes)
+            # Dropout & co: a counter-based generator on one more input, a key drawn from
+            # torch's generator per call (accel.training.rng); the mask is an output that
+            # AOTAutograd saves for the backward graph.
+            keyed = functionalize_random(pruned, f"accel backend: {name}") > 0
             # AOTAutograd's forward and backward graphs: a target that labels phases (the
             # RDU's sections) sees which this is.
-            compiled = compile_phase_graph(_pruned(gm, nodes), tuple(inputs), options,
-                                           "backward" if kind == "backward" else "forward", ())
+            compiled = compile_phase_graph(
+                pruned, tuple(inputs) + ((torch.zeros((), dtype=torch.int64),) if keyed
+                                         else ()), options,
+                "backward" if kind == "backward" else "forward", ())
         except AccelError as err:
             if strict:
                 raise
@@ -189,7 +201,7 @@ def compile_part(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, nam
         record.calls += 1
         results: Any = ()
         if compiled is not None:
-            results = compiled(*args)
+            results = compiled(*args, draw_key()) if keyed else compiled(*args)
             if len(nodes) == 1:
                 results = (results,)
         out = [_replay(results[v] if how == "compiled" else args[v] if how == "input" else v,
@@ -221,7 +233,16 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list[Any], *, nam
 
         return compiler
 
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from accel import interrupts
+
     # inference_compiler: AOTAutograd's choice when no output needs a gradient after all.
     backend = aot_autograd(fw_compiler=part("forward"), bw_compiler=part("backward"),
                            inference_compiler=part("inference"))
-    return backend(gm, example_inputs)
+    # SDPA through its math path (matmuls, softmax, dropout): the backward op of its CPU
+    # flash kernel has no lowering, the math ops' backward does. AOTAutograd traces the
+    # joint graph here, the backward graph included.
+    # Ctrl-C while AOTAutograd traces: raised at a safe place (accel.interrupts).
+    with sdpa_kernel([SDPBackend.MATH]), interrupts.guarded():
+        return backend(gm, example_inputs)

@@ -71,7 +71,8 @@ class FrontCache:
             weights[name] = array
         mutations = [Mutation(str(kind), str(target)) for kind, target in entry["mutations"]]
         found, outputs = _outputs(entry)
-        if not found:
+        found_inputs, inputs = _inputs(entry)
+        if not (found and found_inputs):
             return None
         try:
             check_mutations(model, mutations, weights)
@@ -81,7 +82,7 @@ class FrontCache:
         if compiled is None:
             return None
         return ImportedProgram(None, weights, mutations, compiled=compiled,
-                               module_text=entry["mlir"], outputs=outputs)
+                               module_text=entry["mlir"], outputs=outputs, inputs=inputs)
 
     def reuse(self, module: Any, exported: Any) -> ImportedProgram | None:
         fingerprint = program_fingerprint(exported, self.func_name)
@@ -129,6 +130,9 @@ class FrontCache:
         outputs = program.outputs.to_json() if program.outputs is not None else None
         if program.outputs is not None and outputs is None:
             return  # a structure the entry cannot hold: a hit would return flat results
+        inputs = program.inputs.to_json() if program.inputs is not None else None
+        if program.inputs is not None and inputs is None:
+            return  # likewise for the arguments
         mlir_key = self.target.cache_key(mlir_text, self.options)
         if mlir_key is None:
             return
@@ -138,6 +142,7 @@ class FrontCache:
             "mutations": [[m.kind, m.target] for m in program.mutations],
             "mlir": mlir_text,
             "outputs": outputs,
+            "inputs": inputs,
         }
         cache.store_front(self.key, entry)
         self._store_early(entry, program.weights)
@@ -167,6 +172,17 @@ def _outputs(entry: dict[str, Any]) -> tuple[bool, Any]:
     if entry["outputs"] is None:
         return True, None
     structure = OutputStructure.from_json(entry["outputs"])
+    return structure is not None, structure
+
+
+def _inputs(entry: dict[str, Any]) -> tuple[bool, Any]:
+    """(usable, the input structure) of an entry: entries written before inputs were
+    recorded hold plain positional tensors."""
+    from accel.frontend.inputs import InputStructure
+
+    if entry.get("inputs") is None:
+        return True, None
+    structure = InputStructure.from_json(entry["inputs"])
     return structure is not None, structure
 
 

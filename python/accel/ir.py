@@ -44,7 +44,7 @@ from torch_mlir.ir import (
     Type,
     Value,
 )
-from torch_mlir.passmanager import ExternalPass, PassManager
+from torch_mlir.passmanager import ExternalPass, PassDisplayMode, PassManager
 
 from accel.versions import PROVIDER, provider_version
 
@@ -168,6 +168,7 @@ __all__ = [
     "Block",
     "Context",
     "ExternalPass",
+    "PassDisplayMode",
     "InsertionPoint",
     "Location",
     "MLIRError",

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from accel.interrupts import pending
 from accel.ir import Context, Module, PassManager
 
 #: Seconds an isolated pipeline may run.
@@ -65,13 +66,21 @@ def run_isolated(work: Callable[[], bytes], timeout: float = DEFAULT_TIMEOUT) ->
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 raise IsolatedFailure(f"timed out after {timeout:g} s")
-            ready, _, _ = select.select([read_fd], [], [], left)
+            ready, _, _ = select.select([read_fd], [], [], min(left, 0.05))
+            if pending():  # Ctrl-C held off by accel.interrupts.deferred: stop the child
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise IsolatedFailure("interrupted (Ctrl-C)")
             if not ready:
                 continue
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
+    except KeyboardInterrupt:  # Ctrl-C while waiting: the child must not run on
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)

@@ -67,6 +67,9 @@ class Option:
     unsupported: tuple[Any, ...] = ()
     #: Other targets the option also applies to (a target-scoped option shared by two).
     also: tuple[str, ...] = ()
+    #: Experimental: supported but subject to change; accel-compile's --help lists it only
+    #: with --debug (SambaFlow's rule for experimental arguments).
+    experimental: bool = False
 
     def allowed(self) -> str:
         """The valid values, as text for errors and --help."""
@@ -240,8 +243,9 @@ _TABLE: tuple[Option, ...] = (
            "processes of the initialised torch.distributed group before each update "
            "(SambaFlow --data-parallel; docs/training.md).", scope="train",
            flag="--data-parallel"),
-    Option("world_size", (int, _NONE), None, "Training with data_parallel: the number of "
-           "processes expected (checked against the group; SambaFlow -ws).", scope="train",
+    Option("world_size", (int, _NONE), None, "Training with data_parallel: the minimum "
+           "number of replicas (SambaFlow -ws: compile with 2; the number launched is "
+           "decided at run time and may be larger; fewer is an error).", scope="train",
            flag="--world-size", minimum=1),
     # -- cpu ----------------------------------------------------------------------------------
     Option("disable_affine_fusion", (bool,), False, "Do not fuse loop nests "
@@ -259,7 +263,8 @@ _TABLE: tuple[Option, ...] = (
     Option("sectioning", (str,), "o3", "RDU: how the graph is cut into sections: o0 (one "
            "PyTorch operator per section), o1 (fusion rule list), o3 (as few sections as fit "
            "the chip); the presets o0/o1/o3 set it (docs/rdu.md).", scope="rdu",
-           affects_code=True, flag="--sectioning", choices=("o0", "o1", "o3")),
+           affects_code=True, flag="--sectioning", choices=("o0", "o1", "o3"),
+           experimental=True),
     Option("o1_rule_list", (str,), "default", "RDU -o1: fusion rule list, a shipped name "
            "(default, nlp, gpt2, bloom, gpt_neox_inference, gpt_neox_training) or a YAML "
            "file path.", scope="rdu", affects_code=True, flag="--o1-rule-list"),
@@ -279,9 +284,27 @@ _TABLE: tuple[Option, ...] = (
            # The rule lives with the arch table (imported only when the option is given).
            check=lambda v: __import__("accel.dialects.rdu_arch", fromlist=["_"])
            .scaling_factors_error(v)),
-    Option("n_chips", (int,), 1, "RDU: chips the sections are placed on (pipeline stages "
-           "balanced by estimated time).", scope="rdu", affects_code=True, flag="--n-chips",
-           minimum=1, maximum=8),
+    Option("n_chips", (int,), 1, "RDU: chips the sections are placed on: the schedule cut "
+           "into that many pipeline stages minimising the slowest (chip-to-chip transfers "
+           "costed).", scope="rdu", affects_code=True, flag="--n-chips", minimum=1,
+           maximum=8),
+    Option("compiler_configs_file", (str, _NONE), None, "RDU: a JSON object of compiler "
+           "settings (rdu option names, e.g. {\"n_chips\": 2}); options given directly win "
+           "(docs/rdu.md).", scope="rdu", affects_code=True, flag="--compiler-configs-file"),
+    Option("mac_human_decision", (str, _NONE), None, "RDU: a JSON file of human decisions "
+           "the compiler applies and checks: sections, placement on chips, model-parallel "
+           "GEMMs (docs/rdu.md).", scope="rdu", affects_code=True,
+           flag="--mac-human-decision"),
+    Option("num_spatial_batches", (int,), 1, "RDU: stream the batch through each section "
+           "in this many parts (stages sized for one part: fewer PCUs/PMUs); must divide "
+           "the batch.", scope="rdu", affects_code=True, flag="--num-spatial-batches",
+           minimum=1),
+    Option("model_parallel", (bool,), False, "RDU: split the GEMM sections the human "
+           "decision file names across chips (requires --mac-human-decision and "
+           "--n-chips > 1).", scope="rdu", affects_code=True, flag="--model-parallel"),
+    Option("mac_v2", (bool,), False, "RDU: the legacy compiler, for legacy models: a view "
+           "rides along with its producer at -o0/-o1 and chips are filled greedily.",
+           scope="rdu", affects_code=True, flag="--mac-v2"),
     # -- mncore -------------------------------------------------------------------------------
     Option("option_json", (str, _NONE), None, "MLSDK option file: a preset name (O0, O1, O2, "
            "O3, O4, debug) or a path to JSON {name, envs, args}; options given directly win, "
@@ -301,9 +324,10 @@ _TABLE: tuple[Option, ...] = (
     Option("sram_budget", (float,), 1.0, "Fraction of LM the scheduler may use (0 < x <= 1).",
            scope="mncore", affects_code=True, flag="--sram-budget", minimum=0.0, maximum=1.0,
            check=lambda v: "must be > 0" if v <= 0 else None),
-    Option("sa_expected_run_iters", (int,), 0, "Runs the compiled program is expected to make: "
-           "caps the annealing steps (0: CODEGEN_SA_STEPS, no cap).", scope="mncore",
-           affects_code=True, flag="--sa-expected-run-iters", minimum=0),
+    Option("sa_expected_run_iters", (int,), 0, "Iterations of the annealing-based "
+           "optimisation loop (each CODEGEN_SA_STEPS steps); 0: until an iteration no longer "
+           "improves the schedule.", scope="mncore", affects_code=True,
+           flag="--sa-expected-run-iters", minimum=0),
     Option("layout_spec", (str, _NONE), None, "JSON file of layout overrides [{trigger, "
            "op_type, shape, layout}].", scope="mncore", affects_code=True,
            flag="--layout-spec"),
@@ -314,6 +338,9 @@ _TABLE: tuple[Option, ...] = (
            flag="--codegen-dir", check=folder_problem),
     Option("out_onnx", (str, _NONE), None, "Also write the layer graph as ONNX to this path "
            "(needs the onnx package).", scope="mncore", flag="--out-onnx"),
+    Option("node_simulation_cache", (str, _NONE), None, "Folder where node simulations "
+           "are kept and reused across compiles (MLSDK's CacheOptions).", scope="mncore",
+           flag="--node-simulation-cache", check=folder_problem),
     # -- nvgpu ---------------------------------------------------------------------------------
     Option("threads_per_block", (int,), 256, "nvgpu: threads of each kernel's thread block "
            "(a multiple of 32; accel-nvgpu-map-loops).", scope="nvgpu", affects_code=True,

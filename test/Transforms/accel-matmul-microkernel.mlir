@@ -100,6 +100,22 @@ func.func @linear(%x: memref<64x80xf32>, %y: memref<64x96xf32>) {
 
 // -----
 
+// nn.Linear on a (batch, seq, features) input: the input's collapse to 2-D lies between
+// the transpose and the matmul (a view writes nothing): still folded.
+// CHECK-LABEL: func.func @linear_3d
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[X:.*]] = memref.collapse_shape %arg0
+// CHECK:       call @{{accel_gemm_64x96x80_nt_[0-9a-f]+}}(%[[X]], %arg1, %arg2)
+func.func @linear_3d(%x: memref<2x32x80xf32>, %w: memref<96x80xf32>, %y: memref<64x96xf32>) {
+  %t = memref.alloc() {alignment = 64 : i64} : memref<80x96xf32>
+  linalg.transpose ins(%w : memref<96x80xf32>) outs(%t : memref<80x96xf32>) permutation = [1, 0]
+  %x2 = memref.collapse_shape %x [[0, 1], [2]] : memref<2x32x80xf32> into memref<64x80xf32>
+  linalg.matmul ins(%x2, %t : memref<64x80xf32>, memref<80x96xf32>) outs(%y : memref<64x96xf32>)
+  return
+}
+
+// -----
+
 // A transposed copy that something else also reads stays; the matmul reads the copy.
 // CHECK-LABEL: func.func @linear_shared_copy
 // CHECK:       linalg.transpose

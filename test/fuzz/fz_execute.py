@@ -92,6 +92,10 @@ def guarded(fn: Callable[[], Result]) -> Result:
 # -- command-line tools ---------------------------------------------------------------------
 _WARNING_LINE = re.compile(r"^\S+:\d+: \w*Warning: ", re.MULTILINE)
 _ERROR_LINE = re.compile(r"(^|: )error: ", re.MULTILINE)
+#: accel-opt words command-line errors as mlir-opt (LLVM's `cl`) does, without "error:".
+_CL_ERROR = re.compile(r"^accel-opt: (Unknown command line argument '|for the -{1,2}[\w-]+ "
+                       r"option: |option '-{1,2}[\w-]+' is not supported by accel-opt|Too many "
+                       r"positional arguments)|^cannot open (input|output) file '", re.MULTILINE)
 _NATIVE = ("Fatal Python error", "LLVM ERROR", "PLEASE submit a bug report", "Assertion `",
            "terminate called")
 
@@ -129,9 +133,10 @@ def classify_cli(rc: int, stderr: str, case: dict[str, Any]) -> Result:
     if _WARNING_LINE.search(stderr):
         return defect("leaked Python warning", stderr[-2000:])
     if rc != 0:
-        if not _ERROR_LINE.search(stderr):
+        if not (_ERROR_LINE.search(stderr) or _CL_ERROR.search(stderr)):
             return defect(f"exit {rc} without an error: line", stderr[-2000:])
-        first = next((line for line in stderr.splitlines() if "error:" in line), "")
+        first = next((line for line in stderr.splitlines()
+                      if "error:" in line or _CL_ERROR.match(line)), "")
         return clean(f"exit {rc}: {first}")
     return expecting(ok(), case)
 

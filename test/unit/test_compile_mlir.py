@@ -104,18 +104,24 @@ def test_add_every_dtype_and_rank(matrix: object, dtype: str, rank: int, dynamic
 
 @pytest.mark.parametrize("dtype", [*DTYPES, "index"])
 def test_scalar_arguments_and_results(matrix: object, dtype: str) -> None:
+    """Scalar results come back as 0-d arrays of their dtype (bf16: float32)."""
     fn = matrix[f"scalar_{dtype}"]  # type: ignore[index]
+
+    def array_of(value: object, dtype: type) -> bool:
+        return type(value) is np.ndarray and value.shape == () and value.dtype == dtype
+
     if dtype == "i1":
-        assert fn(True, False) is np.True_ and fn(False, False) is np.False_
+        assert array_of(fn(True, False), np.bool_) and fn(True, False)[()]
+        assert array_of(fn(False, False), np.bool_) and not fn(False, False)[()]
         return
     if dtype in ("index", *INTS):
         want_type = np.int64 if dtype == "index" else NUMPY[dtype]
         got = fn(100, 27)
-        assert type(got) is want_type and got == 127
+        assert array_of(got, want_type) and got == 127
         assert fn(np.iinfo(want_type).max, 1) == np.iinfo(want_type).min  # wraps
         return
     got = fn(1.5, 0.25)
-    assert type(got) is NUMPY[dtype] and got == 1.75
+    assert array_of(got, NUMPY[dtype]) and got == 1.75
     if dtype == "bf16":
         # 1 + 2^-9 is not a bf16: the argument rounds (to even) to 1.0.
         assert fn(1 + 2**-9, 0.0) == 1.0 and fn(np.float32(1 + 3 * 2**-8), 0) == 1 + 2**-6
@@ -371,7 +377,7 @@ def test_results_own_their_memory(kernels: object) -> None:
     a = np.arange(6, dtype=np.float32)
     r1, r2, s = kernels.invoke("twice", a)  # type: ignore[attr-defined]
     assert r1.base is not None and r1.base.owner is r2.base.owner  # one allocation, one free
-    assert s == np.float32(2.5) and type(s) is np.float32
+    assert s == np.float32(2.5) and type(s) is np.ndarray and s.dtype == np.float32
     del r1
     np.testing.assert_array_equal(r2, 2 * a)  # still valid: r2 keeps the allocation alive
 
@@ -473,7 +479,7 @@ def test_bf16_float32_and_bit_pattern_inputs() -> None:
     mod = compile_mlir(BF16)
     x = np.array([1.0, 1 + 2**-8, 1 + 3 * 2**-8, -3.5, np.inf, np.nan], np.float32)
     got, s = mod.invoke("scale", x, 2.0)
-    assert got.dtype == np.float32 and type(s) is np.float32 and s == 2.0
+    assert got.dtype == np.float32 and s.shape == () and s.dtype == np.float32 and s == 2.0
     # inputs round to nearest-even bf16 (1+2^-8 -> 1, 1+3*2^-8 -> 1+2^-6), then x2 exactly
     np.testing.assert_array_equal(got[:5], [2.0, 2.0, 2 + 2**-5, -7.0, np.inf])
     assert np.isnan(got[5])
@@ -603,3 +609,40 @@ def test_disable_fast_math_drops_reassociation_flags() -> None:
     assert "reassoc" in fast.mlir_llvm and "reassoc" not in strict.mlir_llvm
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     assert abs(float(strict.invoke("total", x)) - float(np.sum(x, dtype=np.float64))) < 1e-5
+
+
+TENSOR_ARITH = """
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>) {
+  %s = arith.addf %a, %b : tensor<2x3xf32>
+  %e = math.exp %s : tensor<2x3xf32>
+  %p = arith.mulf %e, %a : tensor<2x3xf32>
+  %gt = arith.cmpf ogt, %a, %b : tensor<2x3xf32>
+  return %p, %gt : tensor<2x3xf32>, tensor<2x3xi1>
+}
+"""
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_arith_on_whole_tensors(opt_level: int, tmp_path, monkeypatch) -> None:
+    """arith/math ops on tensors (no linalg) compile and run: convert-elementwise-to-linalg
+    before bufferization (they failed with "op was not bufferized"); through compile_mlir
+    and through accel-compile's folder reloaded by accel.load."""
+    import sys
+
+    import accel
+    from accel.cli import run_main
+    from accel.tools.accel_compile import main
+
+    a = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 0.25, np.float32)
+    want = (np.exp(a + b) * a, a > b)
+    for p, w in zip(compile_mlir(TENSOR_ARITH, {"cache": False, "opt_level": opt_level})
+                    .invoke("main", a, b), want, strict=True):
+        np.testing.assert_allclose(p, w, rtol=1e-6)
+    (tmp_path / "arith.mlir").write_text(TENSOR_ARITH)
+    monkeypatch.setattr(sys, "argv", ["accel-compile"])
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    assert run_main(main, [str(tmp_path / "arith.mlir"), f"-o{opt_level}", "--output-folder",
+                           str(tmp_path / "out")]) == 0
+    for p, w in zip(accel.load(tmp_path / "out")(a, b), want, strict=True):
+        np.testing.assert_allclose(p, w, rtol=1e-6)

@@ -260,10 +260,13 @@ def test_input_mutation_and_non_tensor_outputs_in_training() -> None:
     assert _records(start) == [("graph_0_forward", True), ("graph_0_backward", True)]
 
 
-def test_dropout_forward_runs_eagerly_with_a_warning() -> None:
-    """Dropout in training mode: accel's code cannot draw eager PyTorch's random numbers,
-    so the forward graph runs eagerly (same RNG stream as eager); its backward, which
-    takes the dropout mask as an input, is compiled."""
+def test_dropout_is_compiled() -> None:
+    """Dropout in training mode: the forward graph draws its mask from accel's counter-based
+    generator, keyed by one draw from torch's generator (accel.training.rng); the backward
+    reads the saved mask. Gradients equal eager's with that mask (more in
+    test_training_dropout.py)."""
+    from accel.training import rng
+
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5),
                                 torch.nn.Linear(8, 2)).train()
@@ -272,13 +275,15 @@ def test_dropout_forward_runs_eagerly_with_a_warning() -> None:
     start = len(accel.dynamo.graphs)
     fast = torch.compile(model, backend="accel", options=OPTIONS)
     torch.manual_seed(6)
-    with pytest.warns(UserWarning, match=r"running graph eagerly: the graph draws random "
-                                         r"numbers \(aten::native_dropout"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
         fast(x).square().sum().backward()
     torch.manual_seed(6)
-    reference(x).square().sum().backward()
+    keep = rng._below(rng.draw_key(), 0, (4, 8), 0.5)
+    hidden = reference[0](x) * keep * 2.0
+    reference[2](hidden).square().sum().backward()
     _assert_same_grads(model, reference)
-    assert _records(start) == [("graph_0_forward", False), ("graph_0_backward", True)]
+    assert _records(start) == [("graph_0_forward", True), ("graph_0_backward", True)]
     assert accel.dynamo.graphs[-1].calls == 1
 
 

@@ -187,15 +187,22 @@ def test_entry_point_finds_backend_without_import(tmp_path: Path) -> None:
     assert "ok True" in proc.stdout
 
 
-def test_torch_compile_input_mutation_falls_back() -> None:
-    accel.dynamo._WARNED.clear()
-
-    def bump(x: torch.Tensor) -> torch.Tensor:
+def test_torch_compile_input_mutation_is_compiled_and_written_back() -> None:
+    """An inference graph that updates an input in place (a StaticCache's index_copy_) is
+    compiled: the new value is written back into the caller's tensor after each call."""
+    def bump(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
         x.add_(1.0)
+        x.index_copy_(0, i, torch.full((1,), 7.0))
         return x * 2
 
-    x = torch.zeros(3)
-    with pytest.warns(UserWarning, match=r"mutates its inputs in place"):
-        out = torch.compile(bump, backend="accel")(x)
-    torch.testing.assert_close(x, torch.ones(3))
-    torch.testing.assert_close(out, torch.full((3,), 2.0))
+    count, eager = len(accel.dynamo.graphs), accel.dynamo.stats["eager"]
+    compiled = torch.compile(bump, backend="accel", options={"strict_target": True})
+    x, i = torch.zeros(3), torch.tensor([1])
+    out = compiled(x, i)
+    torch.testing.assert_close(x, torch.tensor([1.0, 7.0, 1.0]))
+    torch.testing.assert_close(out, torch.tensor([2.0, 14.0, 2.0]))
+    out = compiled(x, torch.tensor([2]))
+    torch.testing.assert_close(x, torch.tensor([2.0, 8.0, 7.0]))
+    torch.testing.assert_close(out, torch.tensor([4.0, 16.0, 14.0]))
+    assert accel.dynamo.stats["eager"] == eager
+    assert [g.compiled for g in accel.dynamo.graphs[count:]] == [True]

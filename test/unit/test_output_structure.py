@@ -76,6 +76,36 @@ def test_outputs_have_eager_structure(kind: str, tmp_path: Path,
         _same(saved(x), want)
 
 
+class Counts(torch.nn.Module):
+    """Python numbers computed from tensors: non-strict torch.export cannot trace `int(t)`,
+    accel retries strictly (dynamo), and the call returns Python numbers, as eager."""
+
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> Any:
+        return x * 2, int(n.sum()) + 1
+
+
+class AddInts(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> int:
+        return int(a) + int(b)
+
+
+def test_python_number_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    x, n, n2 = torch.randn(3), torch.tensor([2, 5]), torch.tensor([4, -4])
+    model = Counts()
+    fn = accel.compile(model, (x, n))
+    _same(fn(x, n), model(x, n))
+    _same(fn(x, n2), model(x, n2))  # computed per call (1 here), not a constant
+    again = accel.compile(model, (x, n))  # the front cache keeps it
+    assert again.cache_hit
+    _same(again(x, n2), model(x, n2))
+    _same(accel.load(fn.save(tmp_path / "artifact"))(x, n2), model(x, n2))
+    a, b = torch.tensor(3), torch.tensor(-10)
+    add = accel.compile(AddInts(), (a, b), options={"cache": False})
+    assert add(a, b) == -7 and type(add(a, b)) is int
+    assert add(a.numpy(), b.numpy()) == -7
+
+
 def test_numpy_calls_get_numpy_leaves() -> None:
     model = Returns("dict").eval()
     x = torch.randn(2, 4)

@@ -362,14 +362,28 @@ def test_uint8_signature_survives_save_and_load(tmp_path: Path) -> None:
     assert torch.equal(loaded(a), torch.tensor([4, 13], dtype=torch.uint8))
 
 
-def test_int8_arguments_still_take_int8_only() -> None:
-    """Signless i8 from MLIR (no torch uint8 behind it) keeps refusing uint8 arrays."""
+def test_signless_int_arguments_take_either_reading() -> None:
+    """Signless i8 from MLIR (no torch uint8 behind it) takes int8 and uint8 arrays alike
+    (the same bits; MLIR integers are signless) and returns int8; explicitly signed si8
+    keeps refusing uint8."""
     m = accel.compile_mlir("""
-      func.func @id(%a: tensor<2xi8>) -> tensor<2xi8> { return %a : tensor<2xi8> }""",
-                           {"cache": False})
+      func.func @id(%a: tensor<2xi8>) -> tensor<2xi8> {
+        %e = tensor.empty() : tensor<2xi8>
+        %r = linalg.copy ins(%a : tensor<2xi8>) outs(%e : tensor<2xi8>) -> tensor<2xi8>
+        return %r : tensor<2xi8>
+      }
+      func.func @wide(%a: memref<2xi64>) -> i64 {
+        %c0 = arith.constant 0 : index
+        %v = memref.load %a[%c0] : memref<2xi64>
+        return %v : i64
+      }
+      func.func @signed(%a: memref<2xsi8>) { return }""", {"cache": False})
     assert m.invoke("id", np.array([1, -2], np.int8)).tolist() == [1, -2]
+    got = m.invoke("id", np.array([1, 254], np.uint8))
+    assert got.dtype == np.int8 and got.tolist() == [1, -2]
+    assert m.invoke("wide", np.array([2**64 - 1, 0], np.uint64)) == -1
     with pytest.raises(TypeError, match="got dtype uint8"):
-        m.invoke("id", np.array([1, 2], np.uint8))
+        m.invoke("signed", np.array([1, 2], np.uint8))
 
 
 # -- 5. torch.linalg.det ---------------------------------------------------------------------

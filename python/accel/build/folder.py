@@ -8,7 +8,6 @@ settings: `--option-json` reproduces the build) and compile.log (per-phase timin
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import sys
 import time
@@ -51,6 +50,8 @@ class Build:
     train_step: Any = None
     #: The model's output structure (accel.frontend.outputs), saved with the artifact.
     outputs: Any = None
+    #: The model's input structure (accel.frontend.inputs: keywords, caches), likewise.
+    input_structure: Any = None
 
 
 def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
@@ -63,7 +64,7 @@ def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
     start = time.perf_counter()
     factory = s.entry or INFERENCE_FACTORY
     progress.phase_start(f"{factory}()")
-    model, inputs = load_model_file(path, factory, s.batch_size)
+    model, inputs, kwargs = load_model_file(path, factory, s.batch_size)
     model_seconds = time.perf_counter() - start
     if progress.verbose:
         progress.say(f"{factory}() {model_seconds:.3f}s")
@@ -77,15 +78,19 @@ def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
         progress.rec = rec
         with grad:
             try:
-                compiled = accel.compile(model, inputs, options=s.options)
+                compiled = accel.compile(model, inputs, options=s.options,
+                                         example_kwargs=kwargs or None)
             except (ValueError, NotImplementedError, TypeError) as err:
                 raise AccelError(str(err)) from None
     s.entry = factory
     first = next((p.ir for p in rec.phases if p.ir is not None), None)
+    if compiled.inputs is not None:  # the function's flat arguments (--num-iters)
+        inputs = tuple(compiled.inputs.flatten(inputs, kwargs))
     return Build(compiled.compiled, compiled.func_name, first,
                  None if compiled.module is None else str(compiled.module), rec,
                  time.perf_counter() - start, model_seconds,
-                 inputs=tuple(_to_numpy(x) for x in inputs), outputs=compiled.outputs)
+                 inputs=tuple(_to_numpy(x) for x in inputs), outputs=compiled.outputs,
+                 input_structure=compiled.inputs)
 
 
 def compile_training(path: Path, s: Settings, progress: Progress) -> Build:
@@ -150,7 +155,8 @@ def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
 
 # -- artifact -------------------------------------------------------------------------------
 def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
-    """The artifact folder: accel.load's files, then the IR, object, option.json and log."""
+    """The artifact folder: accel.load's files, then the IR, object, option.json and log.
+    `out` is a stage (`accel.artifact.staged_folder`): moved into place once complete."""
     from accel.artifact import save_executable
     from accel.cache import atomic_write
 
@@ -165,14 +171,14 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
         if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
             b.compiled.artifact_name = s.pef_name
         save_executable(out, b.compiled, entry=b.entry, options=s.options,
-                        model_mlir=b.model_mlir, outputs=b.outputs)
+                        model_mlir=b.model_mlir, outputs=b.outputs,
+                        inputs=b.input_structure, staged=False)
     ir_dir = out / IR_FOLDER
     written: list[tuple[Any, str | None]] = []
     try:
-        if ir_dir.is_dir():  # IR of an earlier build into this folder would mislead
-            for old in ir_dir.iterdir():
-                if re.fullmatch(r"\d\d-[\w.-]+\.(mlir|ll)", old.name):
-                    old.unlink()
+        # Always there, if empty: it replaces the IR of an earlier build into the folder,
+        # which would mislead.
+        ir_dir.mkdir(exist_ok=True)
         if b.input_ir is not None:
             atomic_write(out / INPUT_MLIR, b.input_ir.encode())
         for index, p in enumerate(b.rec.phases, 1):
@@ -264,8 +270,9 @@ def _target_summary(name: str, compiled: Any) -> list[str]:
     return target.report(compiled).splitlines()
 
 
-def write_aot_library(out: Path, s: Settings, b: Build) -> Any:
-    """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder."""
+def write_aot_library(out: Path, s: Settings, b: Build, shown: Path | None = None) -> Any:
+    """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder (`shown`: the
+    folder's name in the message, when `out` is its stage)."""
     from accel.targets.cpu.aot import build_library
 
     assert s.aot is not None
@@ -282,7 +289,8 @@ def write_aot_library(out: Path, s: Settings, b: Build) -> Any:
                                                  if lib.user_memory else "") + ")\n")
     except OSError as err:
         raise AccelError(f"could not write artifact folder '{out}': {err}") from None
-    print(f"{PROG}: wrote {out}/lib{lib.name}.so, {lib.name}.o, {lib.name}.h", file=sys.stderr)
+    print(f"{PROG}: wrote {shown or out}/lib{lib.name}.so, {lib.name}.o, {lib.name}.h",
+          file=sys.stderr)
     return lib
 
 

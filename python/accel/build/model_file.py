@@ -1,6 +1,7 @@
 """Model files for accel-compile: a `model.py` with `get_model()` (inference, returning
-(model, example_inputs)) and/or `get_training()` (training, returning (model, loss_fn,
-optimizer, example_batch)), called with `batch_size=N` when asked. Running it runs its
+(model, example_inputs) or (model, example_inputs, example_kwargs)) and/or `get_training()`
+(training, returning (model, loss_fn, optimizer, example_batch)), called with
+`batch_size=N` when asked. Running it runs its
 Python: a model file is as trusted as any program the user runs."""
 
 from __future__ import annotations
@@ -72,15 +73,19 @@ def _call_factory(path: Path, factory: str, batch_size: int | None, returns: str
         sys.path.remove(folder)
 
 
-def load_model_file(path: Path, factory: str,
-                    batch_size: int | None = None) -> tuple[Any, tuple[Any, ...]]:
-    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs)."""
+def load_model_file(path: Path, factory: str, batch_size: int | None = None
+                    ) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """Import `path` and call its `factory()` (with `batch_size=`); (model, example_inputs,
+    example_kwargs): the factory returns the first two, or all three (keyword arguments of
+    the call to compile, e.g. an HF cache and `use_cache=True`)."""
     result = _call_factory(path, factory, batch_size, "(model, example_inputs)")
-    if not (isinstance(result, tuple | list) and len(result) == 2
-            and isinstance(result[1], tuple | list)):
-        raise AccelError(f"{factory}() must return (model, example_inputs tuple), got "
+    if not (isinstance(result, tuple | list) and len(result) in (2, 3)
+            and isinstance(result[1], tuple | list)
+            and (len(result) == 2 or isinstance(result[2], dict))):
+        raise AccelError(f"{factory}() must return (model, example_inputs tuple) or (model, "
+                         f"example_inputs tuple, example_kwargs dict), got "
                          f"{type(result).__name__}", file=str(path))
-    return result[0], tuple(result[1])
+    return result[0], tuple(result[1]), dict(result[2]) if len(result) == 3 else {}
 
 
 def load_training_file(path: Path, factory: str, batch_size: int | None = None

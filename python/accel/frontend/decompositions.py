@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accel.frontend.data_dependent import decompositions as data_dependent_decompositions
 from accel.ir import torch_decompositions
 
 
@@ -531,12 +532,16 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
       convolution's padding cropped off.
 
     im2col materialises n*oh*ow*kh*kw*i values, as accel's own im2col convolutions do.
-    Other convolutions (transposed, grouped, dilated, not 2-D) are left to torch-mlir
-    (`NotImplemented`)."""
+    Grouped convolutions (MobileNet's depthwise ones) are the same products batched over
+    the groups (torch-mlir's own lowering of theirs does not compile). Other convolutions
+    (transposed, dilated, not 2-D) are left to torch-mlir (`NotImplemented`)."""
     import torch
 
-    if transposed or groups != 1 or x.dim() != 4 or any(d != 1 for d in dilation):
+    if transposed or x.dim() != 4 or any(d != 1 for d in dilation):
         return NotImplemented
+    if groups != 1:
+        return _grouped_convolution_backward(grad, x, weight, stride, padding, groups,
+                                             output_mask)
     pad = torch.nn.functional.pad
     sh, sw = _pair(stride)
     ph, pw = _pair(padding)
@@ -572,6 +577,74 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
     return grad_input, grad_weight, grad_bias
 
 
+def _empty_permuted(size: Any, physical_layout: Any, **kwargs: Any) -> Any:
+    """`aten.empty_permuted` (what `empty_like`/`full_like` become in training graphs, e.g.
+    SiLU's backward) as `empty` in the physical order, permuted back: torch-mlir has no
+    lowering for it ("unsupported op aten.empty_permuted")."""
+    import torch
+
+    layout = list(physical_layout)
+    physical = [size[i] for i in layout]
+    inverse = [layout.index(i) for i in range(len(layout))]
+    empty = torch.ops.aten.empty.memory_format(physical, **kwargs)
+    return torch.ops.aten.permute.default(empty, inverse)
+
+
+def _col2im(parts: Any, sh: int, sw: int, ph: int, pw: int, h: int, w: int) -> Any:
+    """(kh, kw, n, c, oh, ow) per-offset input gradients -> (n, c, h, w): each offset's
+    slice zero-interleaved by the stride, shifted into place and summed, padding cropped."""
+    kh, kw = int(parts.shape[0]), int(parts.shape[1])
+    import torch
+
+    pad = torch.nn.functional.pad
+    total = None
+    for di in range(kh):
+        for dj in range(kw):
+            part = _interleave(parts[di, dj], sh, sw)  # (n, c, oh*sh, ow*sw)
+            shifted = pad(part, (dj, kw - dj, di, kh - di))
+            total = shifted if total is None else total + shifted
+    assert total is not None
+    extra_h = max(0, ph + h - int(total.shape[2]))
+    extra_w = max(0, pw + w - int(total.shape[3]))
+    if extra_h or extra_w:
+        total = pad(total, (0, extra_w, 0, extra_h))
+    return total[:, :, ph:ph + h, pw:pw + w]
+
+
+def _grouped_convolution_backward(grad: Any, x: Any, weight: Any, stride: Any, padding: Any,
+                                  groups: int, output_mask: Any) -> Any:
+    """`_convolution_backward` for `groups` > 1: the weight and input gradients as matrix
+    products batched over the groups ((g, o/g, n*oh*ow) @ (g, n*oh*ow, kh*kw*i) and
+    (g, kh*kw*i, o/g) @ (g, o/g, n*oh*ow); i = input channels per group)."""
+    import torch
+
+    pad = torch.nn.functional.pad
+    sh, sw = _pair(stride)
+    ph, pw = _pair(padding)
+    o, i, kh, kw = (int(d) for d in weight.shape)
+    g, og = groups, o // groups
+    n, h, w = int(x.shape[0]), int(x.shape[2]), int(x.shape[3])
+    oh, ow = int(grad.shape[2]), int(grad.shape[3])
+    rows = grad.reshape(n, g, og, oh, ow).permute(1, 2, 0, 3, 4).reshape(g, og, n * oh * ow)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[1]:
+        xp = pad(x, (pw, pw, ph, ph))
+        windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
+                   for di in range(kh) for dj in range(kw)]
+        cols = torch.stack(windows, -1).reshape(n, g, i, oh, ow, kh * kw).permute(
+            1, 0, 3, 4, 5, 2).reshape(g, n * oh * ow, kh * kw * i)
+        grad_weight = torch.matmul(rows, cols).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
+    if output_mask[0]:
+        wg = weight.reshape(g, og, i, kh, kw).permute(0, 3, 4, 2, 1).reshape(g, kh * kw * i,
+                                                                            og)
+        parts = torch.matmul(wg, rows).reshape(g, kh, kw, i, n, oh, ow).permute(
+            1, 2, 4, 0, 3, 5, 6).reshape(kh, kw, n, g * i, oh, ow)
+        grad_input = _col2im(parts, sh, sw, ph, pw, h, w)
+    if output_mask[2]:
+        grad_bias = grad.sum([0, 2, 3])
+    return grad_input, grad_weight, grad_bias
+
+
 def decompositions() -> dict[Any, Any]:
     """torch-mlir's decomposition table plus accel's fixes for ops it lowers unlike eager."""
     import torch
@@ -588,6 +661,7 @@ def decompositions() -> dict[Any, Any]:
         table[flash] = _contiguous_attention(table[flash])
     table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     table[aten.convolution_backward.default] = _convolution_backward
+    table[aten.empty_permuted.default] = _empty_permuted
     fixes: dict[Any, Any] = {}
     # int8/uint8 ops convert-torch-to-linalg crashes or fails on.
     fixes[aten.mul.Tensor] = _first(_in_int32(aten.mul.Tensor, scalar_other=True),
@@ -632,6 +706,8 @@ def decompositions() -> dict[Any, Any]:
     fixes[aten.sum.dim_IntList] = _complex_reduction(aten.sum.dim_IntList)
     fixes[aten.mean.default] = _complex_reduction(aten.mean.default)
     fixes[aten.mean.dim] = _complex_reduction(aten.mean.dim)
+    # Boolean masks, masked_select, unique: an upper bound and a runtime size.
+    fixes.update(data_dependent_decompositions())
     for op, fix in fixes.items():
         # After torch-mlir's own entry's turn, if it has one (aten.sum.default).
         table[op] = _first(fix, table[op]) if op in table else fix

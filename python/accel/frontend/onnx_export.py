@@ -21,8 +21,10 @@ from accel.frontend.torch_import import _EXPORT_LOCK, _as_module, _first_line
 
 
 def export_onnx(model: Any, example_inputs: tuple[Any, ...], path: str | Path,
-                dynamic_shapes: Any = None) -> Path:
-    """Write `model` at `example_inputs` as ONNX to `path`; AccelError naming the option."""
+                dynamic_shapes: Any = None, external_data: bool = False) -> Path:
+    """Write `model` at `example_inputs` as ONNX to `path`; AccelError naming the option.
+    `external_data` (MN-Core's MNCORE_USE_EXTERNAL_DATA_FORMAT): the weights go to a
+    separate `<path>.data` file instead of inside the model."""
     target = Path(path)
     where = f"option 'out_onnx' ({target})"
     try:
@@ -43,7 +45,7 @@ def export_onnx(model: Any, example_inputs: tuple[Any, ...], path: str | Path,
         warnings.simplefilter("ignore")
         try:
             torch.onnx.export(module, tuple(example_inputs), str(target), verbose=False,
-                              dynamic_shapes=dynamic_shapes, external_data=False)
+                              dynamic_shapes=dynamic_shapes, external_data=external_data)
         except SystemExit as err:
             raise AccelError(f"{where}: {model_name(model)} called sys.exit({err.code!r}) "
                              "while being exported") from None

@@ -54,6 +54,9 @@ class ImportedProgram:
     module_text: str | None = None
     #: What `forward` returns around the flat results (accel.frontend.outputs), or None.
     outputs: Any = None
+    #: How a call's arguments map onto the flat tensor arguments (accel.frontend.inputs),
+    #: or None for plain positional tensors.
+    inputs: Any = None
 
 
 def state_tensors(exported: Any) -> dict[str, Any]:

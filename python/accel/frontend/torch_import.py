@@ -20,9 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from accel import phases
+from accel import interrupts, phases
 from accel.diagnostics import AccelError
+from accel.frontend import hf_cache
+from accel.frontend.data_dependent import check_data_dependent, rewrite_masked_reductions
 from accel.frontend.decompositions import decompositions
+from accel.frontend.inputs import describe as describe_inputs
 from accel.frontend.outputs import describe as describe_outputs
 from accel.frontend.program import (
     ImportedProgram,
@@ -40,8 +43,11 @@ from accel.pipeline import run_pipeline
 
 _EXPORT_LOCK = threading.RLock()
 #: torch-mlir's pipelines (as in `torch_mlir.fx.export_and_import`), FX IR -> linalg.
+#: `backend-legal-ops` as torch-mlir's own FxImporterTestConfig for linalg: its lowering of
+#: adaptive_max_pool2d is direct; the decomposition into max_pool2d fails on most shapes.
 TORCH_TO_BACKEND = ("builtin.module(func.func(torch-match-quantized-custom-ops),"
-                    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})")
+                    "torchdynamo-export-to-torch-backend-pipeline{"
+                    "backend-legal-ops=aten.adaptive_max_pool2d extra-library=})")
 BACKEND_TO_LINALG = ("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline"
                      "{allow-non-finites=True})")
 
@@ -76,8 +82,8 @@ def _as_module(model: Any) -> Any:
     fn: Callable[..., Any] = model
 
     class _Wrapped(torch.nn.Module):
-        def forward(self, *args: Any) -> Any:
-            return fn(*args)
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
 
     return _Wrapped()
 
@@ -111,6 +117,31 @@ def _shares_memory(a: Any, b: Any) -> bool:
         return False
 
 
+def _export(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+            dynamic_shapes: Any) -> Any:
+    """`torch.export.export`, non-strict; strict (dynamo) where non-strict tracing needed a
+    data-dependent value (`int(x)`, `x.item()` used as a Python number): dynamo captures
+    those as graph ops. When both fail, the non-strict error is raised. (torch prints the
+    partial graph of a failed export to sys.stderr: accel reports the error itself.)"""
+    import io
+
+    import torch
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return torch.export.export(module, args, kwargs=kwargs,
+                                       dynamic_shapes=dynamic_shapes, strict=False)
+    except Exception as err:  # noqa: BLE001 - re-raised unless strict export works
+        if type(err).__name__ != "GuardOnDataDependentSymNode":
+            raise
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                return torch.export.export(module, args, kwargs=kwargs,
+                                           dynamic_shapes=dynamic_shapes, strict=True)
+        except Exception:  # noqa: BLE001 - the first error says more about the model
+            raise err from None
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
@@ -132,8 +163,13 @@ def import_torch(model: Any, example_inputs: tuple[Any, ...], *,
 def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shapes: Any = None,
                    func_name: str = "main", external_weights: bool = True,
                    reuse: Callable[[Any, Any], ImportedProgram | None] | None = None,
-                   provenance: bool = False) -> ImportedProgram:
+                   provenance: bool = False,
+                   example_kwargs: dict[str, Any] | None = None) -> ImportedProgram:
     """`import_torch`, with the weights kept out of the IR when `external_weights` is set.
+
+    `example_kwargs` are keyword arguments of the call to export (`model(*example_inputs,
+    **example_kwargs)`); inputs and outputs may be nested (tuples, dicts, HF caches): the
+    program's `inputs`/`outputs` structures say how calls map onto the flat function.
 
     `reuse(module, exported)` is called right after `torch.export` with the exported
     program (before decompositions and the FX import); a program it returns is returned as
@@ -148,25 +184,28 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     example_inputs = _unaliased(example_inputs)
     if module is not model and isinstance(dynamic_shapes, tuple | list):
         dynamic_shapes = (tuple(dynamic_shapes),)  # the wrapper's one `*args` parameter
-    import torch
 
     torch_fx, output_type = torch_importer()
     weights: dict[str, np.ndarray] = {}
+    hf_cache.register()  # HF KV caches as pytree nodes, if transformers is in use
     exported = None  # set once torch.export succeeded: later failures are not the model's
     try:
         # torch.export (tracing, fake tensors, the FX importer's context) is not thread-safe:
         # concurrent compiles from threads take turns here, and all succeed.
         with _EXPORT_LOCK, phases.phase("export"), warnings.catch_warnings(), \
-                _persistent_buffers(module), _quiet_fake_tensor_log():
+                _persistent_buffers(module), _quiet_fake_tensor_log(), interrupts.guarded():
             # torch.export's own deprecation noise (LeafSpec), not actionable for users.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-            exported = torch.export.export(module, tuple(example_inputs),
-                                           dynamic_shapes=dynamic_shapes, strict=False)
+            exported = _export(module, tuple(example_inputs), dict(example_kwargs or {}),
+                               dynamic_shapes)
             _stable_locations(exported)
+            inputs = describe_inputs(exported)
             reused = reuse(module, exported) if reuse is not None else None
             if reused is None:
+                rewrite_masked_reductions(exported)  # x[mask].sum(): no data-dependent size
                 # Decomposing also functionalises: in-place updates become extra outputs.
                 exported = exported.run_decompositions(decompositions())
+                check_data_dependent(exported, name)
                 mutations = _mutations(exported)
                 structure = describe_outputs(exported)
                 if provenance:
@@ -178,6 +217,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                     exported, output_type=output_type.RAW, func_name=func_name,
                     decomposition_table={}, hooks=_tracking(make_hooks(weights, mutated),
                                                             weights, literals))
+    except AccelError:  # already one clear line (an op accel cannot lower)
+        raise
     except SystemExit as err:  # the model's own code must not end the user's process
         raise AccelError(f"torch.export of {name} failed: its code called sys.exit("
                          f"{err.code!r}) while being traced") from None
@@ -195,6 +236,7 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                              "importer; please report it)") from err
         raise _export_error(name, err, model, example_inputs) from err
     if reused is not None:
+        reused.inputs = inputs
         return reused
     phases.snapshot("export", imported)
     with imported.context:
@@ -203,7 +245,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
                                         ("linalg on tensors", "linalg", BACKEND_TO_LINALG)):
         try:
             with phases.phase(phase_name), imported.context:
-                run_pipeline(imported, pipeline, filename=f"<{name}>", label=stage)
+                run_pipeline(imported, _expanded(pipeline), filename=f"<{name}>",
+                             label=stage)
         except AccelError as err:
             first = err.diagnostics[0]
             first.message = f"lowering {name} to {stage} failed: {_summarise(first)}"
@@ -213,13 +256,36 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
     with imported.context:
         mark_unsigned(imported, func_name, unsigned)
     if not external_weights:
-        return ImportedProgram(imported, mutations=mutations, outputs=structure)
+        return ImportedProgram(imported, mutations=mutations, outputs=structure, inputs=inputs)
     with imported.context:
         used = externalize(imported, weights)
     _check_mutated_buffers_shared(module, mutations, used, name)
     return ImportedProgram(imported, used, mutations,
                            weight_sources=_weight_sources(exported, used, literals),
-                           outputs=structure)
+                           outputs=structure, inputs=inputs)
+
+
+_EXPANDED: dict[str, str] = {}
+_DEFAULT_INLINER = re.compile(r"inline\{default-pipeline=canonicalize "
+                              r"inlining-threshold=4294967295 max-iterations=4 ?\}")
+
+
+def _expanded(pipeline: str) -> str:
+    """`pipeline` with torch-mlir's named pipelines spelled out pass by pass (as MLIR prints
+    a parsed pass manager), so that Ctrl-C stops the run between two of their passes
+    (`accel.pass_run`); `pipeline` itself if it cannot be expanded. Needs a context."""
+    from accel.ir import PassManager
+
+    if pipeline not in _EXPANDED:
+        try:
+            text = str(PassManager.parse(pipeline))
+        except ValueError:
+            return pipeline
+        # The inliner printed with its default options, whose nested pipeline would make
+        # accel run it in a child process (accel.upstream_passes.PIPELINE_OPTIONS).
+        text = _DEFAULT_INLINER.sub("inline", text)
+        _EXPANDED[pipeline] = pipeline if "pipeline=" in text else text
+    return _EXPANDED[pipeline]
 
 
 _GENERATED = re.compile(r"<eval_with_key>\.\d+")
@@ -358,13 +424,32 @@ def _quiet_fake_tensor_log() -> Iterator[None]:
     wrong shape): accel reports the error itself, in one line."""
     import logging
 
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    # symbolic_shapes: a non-strict export that needs a data-dependent value logs the graph
+    # before accel retries it strictly (`_export`).
+    loggers = [logging.getLogger(name) for name in ("torch._subclasses.fake_tensor",
+                                                    "torch.fx.experimental.symbolic_shapes")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+#: torch.export's words for a `dynamic_shapes` dimension the model's code made constant.
+_SPECIALIZED = re.compile(r"You marked (?P<dim>\w+) as dynamic but your code specialized it "
+                          r"to be a constant \((?P<value>-?\d+)\)")
+
+
+def _constraint(err: BaseException) -> str:
+    """The first violated constraint of torch.export's message, shortened."""
+    for line in str(err).splitlines():
+        line = line.strip()
+        if line.startswith("- "):
+            return line[2:] if len(line) < 240 else line[2:237] + "..."
+    return _first_line(err)
 
 
 def _export_error(name: str, err: BaseException, model: Any = None,
@@ -374,6 +459,16 @@ def _export_error(name: str, err: BaseException, model: Any = None,
         return AccelError(f"{name} does not accept its example inputs "
                           f"({_describe_inputs(model, tuple(inputs))}): "
                           f"{_first_line(err)}")
+    fixed = _SPECIALIZED.search(str(err))
+    if fixed:  # a dynamic dimension torch.export had to fix: say which and why
+        return AccelError(f"torch.export of {name} failed: dynamic dimension "
+                          f"'{fixed.group('dim')}' is fixed at {fixed.group('value')} by the "
+                          "model's code (torch.export specialises example sizes 0 and 1: give "
+                          "example inputs where that size is at least 2, or leave it static)")
+    if "Constraints violated" in str(err):  # a Dim range torch.export cannot prove
+        return AccelError(f"torch.export of {name} failed: {_constraint(err)} (hint: mark "
+                          "the dimension torch.export.Dim.DYNAMIC instead of a named Dim: "
+                          "torch.export then works out its range and relations itself)")
     return AccelError(f"torch.export of {name} failed: {type(err).__name__}: "
                       f"{_first_line(err)} (hint: accel already uses non-strict export, "
                       "strict=False; make that code traceable: no data-dependent Python "

@@ -83,7 +83,10 @@ def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
             raise ArgumentDtypeError(f"{where}: expected {spec.describe()}, got dtype "
                                      f"{arr.dtype}")
     elif arr.dtype != dt.numpy:
-        raise ArgumentDtypeError(f"{where}: expected {spec.describe()}, got dtype {arr.dtype}")
+        if not _signless_alias(dt, arr.dtype):
+            raise ArgumentDtypeError(f"{where}: expected {spec.describe()}, got dtype "
+                                     f"{arr.dtype}")
+        arr = _dense(arr).view(dt.numpy)  # the same bits under the signature's reading
     if arr.ndim != spec.rank:
         raise ValueError(f"{where}: expected {spec.describe()}, got rank {arr.ndim} "
                          f"(shape {arr.shape})")
@@ -92,6 +95,15 @@ def _as_memref_array(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
             raise ValueError(f"{where}: expected {spec.describe()}, got shape {arr.shape} "
                              f"(dimension {axis} is {got}, expected {want})")
     return _dense(arr)
+
+
+def _signless_alias(dt: DType, got: np.dtype) -> bool:
+    """Whether an array of dtype `got` passes as `dt` unchanged: MLIR's signless integers
+    (i8..i64) take signed and unsigned arrays of their width alike, as MLIR's runners do
+    (torch-mlir lowers uint8 tensors to i8). Explicitly signed (si) and unsigned (ui, or
+    i marked `accel.unsigned`) types keep their one dtype."""
+    return (dt.is_int and dt.mlir.startswith("i") and dt.mlir != "index"
+            and got.kind == "u" and got.itemsize == dt.numpy.itemsize)
 
 
 def _asarray(value: Any, spec: ValueSpec, where: str) -> np.ndarray:
@@ -244,16 +256,18 @@ def make_unpacker(spec: ValueSpec) -> Unpacker:
 
 
 def _scalar_unpacker(spec: ValueSpec) -> Unpacker:
+    """A scalar result as a 0-d array of its dtype (as a rank-0 memref result comes back):
+    arrays out, whatever the result's rank, with the width and signedness kept."""
     dt = spec.dtype
     assert dt is not None
     if dt.mlir == "f16":
-        return lambda raw, owners, inputs: np.uint16(raw).view(np.float16)
+        return lambda raw, owners, inputs: np.array(raw, np.uint16).view(np.float16)
     if dt.is_bf16:
-        return lambda raw, owners, inputs: bf16_bits_to_float32(np.uint16(raw))[()]
-    scalar = dt.numpy.type
+        return lambda raw, owners, inputs: bf16_bits_to_float32(np.array(raw, np.uint16))
+    dtype = dt.numpy
     if dt.is_complex:
-        return lambda raw, owners, inputs: scalar(complex(raw[0], raw[1]))
-    return lambda raw, owners, inputs: scalar(raw)
+        return lambda raw, owners, inputs: np.array(complex(raw[0], raw[1]), dtype)
+    return lambda raw, owners, inputs: np.array(raw, dtype)
 
 
 def _memref_unpacker(spec: ValueSpec) -> Unpacker:

@@ -87,8 +87,10 @@ def float32_to_bf16_bits(a: np.ndarray) -> np.ndarray:
 
 
 def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-    """Widen bf16 bit patterns to float32 (exact)."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+    """Widen bf16 bit patterns to float32 (exact); a 0-d array stays a 0-d array."""
+    wide = np.asarray(bits, dtype=np.uint16).astype(np.uint32)
+    wide <<= np.uint32(16)  # in place: a shift of a 0-d array would give a numpy scalar
+    return wide.view(np.float32)
 
 
 def python_float_to_bf16_bits(value: float) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from accel import phases
+from accel import interrupts, phases
 from accel.api import compile_phase_graph, resolve_options
 from accel.diagnostics import AccelError
 from accel.options import OPTIONS
@@ -51,7 +51,8 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
     batch of one process). The model is traced in its
     current mode (train/eval). Raises `TypeError` for wrong argument types and `AccelError`
     for what accel cannot compile: another optimizer, data-dependent control flow, random
-    ops, a loss that is not a scalar.
+    ops without a compiled generator (dropout has one: `accel.training.rng`), a loss that
+    is not a scalar.
     """
     import torch
 
@@ -69,7 +70,8 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
     optimizers._kind(optimizer)  # an unsupported optimizer fails before any tracing
     settings, phase_options = split_options(options)
     micro = _micro_batch(tuple(example_batch), settings["grad_accumulation_steps"])
-    with phases.phase("trace"):
+    # Ctrl-C while tracing: raised at a safe place, not inside torch (accel.interrupts).
+    with phases.phase("trace"), interrupts.guarded():
         from torch._decomp import core_aten_decompositions
 
         # torch's core ATen set (what AOTAutograd uses); accel.compile then applies

@@ -25,8 +25,9 @@ from accel.diagnostics import AccelError
 
 
 def world_size(expected: int | None = None) -> int:
-    """The initialised group's size; `AccelError` without a group or if it is not
-    `expected` (the `world_size` option)."""
+    """The initialised group's size; `AccelError` without a group or if it is smaller than
+    `expected` (the `world_size` option: SambaFlow's -ws is "the minimum number of
+    application replicas"; the number launched is decided at run time)."""
     import torch.distributed as dist
 
     if dist.is_available() and not dist.is_initialized() and _launched():
@@ -36,9 +37,9 @@ def world_size(expected: int | None = None) -> int:
                          "group (torch.distributed.init_process_group, or run the script "
                          "under torchrun)")
     size = dist.get_world_size()
-    if expected is not None and expected != size:
-        raise AccelError(f"option world_size={expected}, but the torch.distributed group has "
-                         f"{size} processes")
+    if expected is not None and size < expected:
+        raise AccelError(f"option world_size={expected} (the minimum number of replicas, "
+                         f"-ws), but the torch.distributed group has only {size} processes")
     return size
 
 
@@ -48,7 +49,7 @@ def _launched() -> bool:
 
 
 def check_group(expected: int | None) -> None:
-    """At compile time: if a group is initialised already, it must have `expected`
+    """At compile time: if a group is initialised already, it must have at least `expected`
     processes (a step compiled without one, e.g. by accel-compile, checks at its first
     call)."""
     import torch.distributed as dist

@@ -20,10 +20,11 @@ graph rather than saved. Each graph is a plain `torch.fx.GraphModule` on flat te
 `accel.compile` compiles like any model.
 
 Every input and output of a phase graph is named by a string: `param:<name>`,
-`buffer:<name>`, `batch:<i>`, `saved:<i>`, `grad:<name>`, `loss`, `state:<i>:<key>`,
-`hyper:<name>`, `grad_norm` (`PhaseGraph.inputs` / `.outputs`): the train step wires the
-graphs together by these names, and a target that maps phases to hardware (the RDU's
-forward/backward/optimizer sections) reads them from `TrainGraphs`.
+`buffer:<name>`, `batch:<i>`, `rng:key` (the random ops' key, `accel.training.rng`),
+`saved:<i>`, `grad:<name>`, `loss`, `state:<i>:<key>`, `hyper:<name>`, `grad_norm`
+(`PhaseGraph.inputs` / `.outputs`): the train step wires the graphs together by these
+names, and a target that maps phases to hardware (the RDU's forward/backward/optimizer
+sections) reads them from `TrainGraphs`.
 """
 
 from __future__ import annotations
@@ -37,14 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accel.diagnostics import AccelError
+from accel.training.rng import functionalize_random
 
 #: Ops that only reinterpret an input's memory: recomputed where needed, never saved.
 _VIEW_OPS = ("t", "permute", "view", "reshape", "_unsafe_view", "expand", "unsqueeze",
              "squeeze", "transpose", "slice", "select", "alias", "detach", "as_strided")
-#: Random ops: their compiled values could not follow torch's generator.
-_RANDOM_OPS = ("native_dropout", "bernoulli", "rand", "rand_like", "randn", "randn_like",
-               "randint", "randint_like", "randperm", "normal", "uniform", "multinomial",
-               "exponential", "geometric", "cauchy", "log_normal", "poisson")
 
 
 @dataclass
@@ -117,11 +115,13 @@ def trace_joint(model: Any, loss_fn: Callable[..., Any], batch: Sequence[Any],
     """The functional joint forward+backward graph of `loss_fn(model, *batch)`.
 
     Raises `AccelError` naming the problem: a loss that is not a scalar float, data-dependent
-    control flow (the Python line that reads a tensor's value), a random op, or any other
-    tracing failure.
+    control flow (the Python line that reads a tensor's value), a random op without a
+    compiled generator (`accel.training.rng`), or any other tracing failure. Random ops
+    become ops on one more input, `rng:key` (the last).
     """
     import torch
     from torch._functorch.aot_autograd import aot_export_module
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     name = type(model).__name__
     wrapper = _loss_module(model, loss_fn)
@@ -132,11 +132,15 @@ def trace_joint(model: Any, loss_fn: Callable[..., Any], batch: Sequence[Any],
             # torch.export first: models check `torch.compiler.is_compiling()` to skip
             # data-dependent code (transformers' packed-sequence detection) and it keeps the
             # buffers' in-place updates; then AOTAutograd differentiates its graph.
-            exported = torch.export.export(wrapper, tuple(batch), strict=False)
-            _check_loss(exported, name)
-            module = _without_unused_parameters(exported.module())
-            gm, sig = aot_export_module(module, tuple(batch), trace_joint=True,
-                                        output_loss_index=0, decompositions=decompositions)
+            # SDPA through its math path (matmuls, softmax, dropout): its CPU flash kernel's
+            # backward op has no lowering, the math ops' backward does.
+            with sdpa_kernel([SDPBackend.MATH]):
+                exported = torch.export.export(wrapper, tuple(batch), strict=False)
+                _check_loss(exported, name)
+                module = _without_unused_parameters(exported.module())
+                gm, sig = aot_export_module(module, tuple(batch), trace_joint=True,
+                                            output_loss_index=0,
+                                            decompositions=decompositions)
     except AccelError:
         raise
     except Exception as err:  # noqa: BLE001 - tracing raises many unrelated types
@@ -180,7 +184,10 @@ def trace_joint(model: Any, loss_fn: Callable[..., Any], batch: Sequence[Any],
             outputs.append("loss")
         else:
             outputs.append(f"grad:{grad_names[i - n_mut - n_user].removeprefix(prefix)}")
-    _check_random(gm, name)
+    # Dropout and other random ops: a counter-based generator on one more input, the key
+    # the step draws from torch's generator per forward call (accel.training.rng).
+    if functionalize_random(gm, f"train step of {name}", _export_lines(exported)):
+        inputs.append("rng:key")
     _drop_aliases(gm)
     trained = [o.split(":", 1)[1] for o in outputs if o.startswith("grad:")]
     return JointGraph(gm, inputs, outputs, trained)
@@ -200,6 +207,19 @@ def _check_loss(exported: Any, name: str) -> None:
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not loss.is_floating_point():
         raise AccelError(f"train step of {name}: loss_fn must return a scalar float tensor, "
                          f"got {_describe(loss)}")
+
+
+def _export_lines(exported: Any) -> Callable[[Any], str]:
+    """A joint-graph node -> the model's source line of its op's first call in the exported
+    graph (the joint graph is traced from the exported module's generated code)."""
+    from accel.training.rng import source_line
+
+    lines: dict[Any, str] = {}
+    for node in exported.graph.nodes:
+        line = source_line(node.meta.get("stack_trace"))
+        if line:
+            lines.setdefault(node.target, line)
+    return lambda node: lines.get(node.target, "")
 
 
 def _without_unused_parameters(gm: Any) -> Any:
@@ -269,27 +289,6 @@ def _op_name(node: Any) -> str:
     target = node.target
     packet = getattr(target, "overloadpacket", None)
     return getattr(packet, "__name__", "") if packet is not None else ""
-
-
-def _check_random(gm: Any, name: str) -> None:
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        op = _op_name(node)
-        if op == "native_dropout" and node.args[1] == 0:
-            continue
-        if op in _RANDOM_OPS:
-            stack = node.meta.get("stack_trace") or ""
-            where = _last_user_line(stack)
-            raise AccelError(
-                f"train step of {name}: random op aten.{op}{where} is not supported (compiled "
-                "code cannot follow torch's random generator); set dropout probabilities to "
-                "0 for compiled training")
-
-
-def _last_user_line(stack: str) -> str:
-    lines = [ln.strip() for ln in stack.splitlines() if ln.strip().startswith("File ")]
-    return f" ({lines[-1]})" if lines else ""
 
 
 def _drop_aliases(gm: Any) -> None:
@@ -394,9 +393,16 @@ def _subgraph(gm: Any, fx: Any, inputs: list[Any], nodes: set[Any], outputs: lis
     for i, node in enumerate(inputs):
         env[node] = graph.placeholder(f"in{i}_{node.name}")
         env[node].meta = dict(node.meta)
+    def value(node: Any) -> Any:
+        if node not in env and node.op == "get_attr":
+            # A constant of the joint graph (Mistral's sliding-window mask has one) that
+            # only this phase reads: each phase gets its own reference to it.
+            env[node] = graph.node_copy(node)
+        return env[node]
+
     for node in gm.graph.nodes:
         if node in nodes:
-            env[node] = graph.node_copy(node, lambda a: env[a])
+            env[node] = graph.node_copy(node, value)
     graph.output(tuple(env[o] for o in outputs))
     graph.eliminate_dead_code()
     module = fx.GraphModule(gm, graph)

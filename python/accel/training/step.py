@@ -13,6 +13,9 @@ exactly what an eager step would have left:
   'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq'), so `optimizer.state_dict()`, checkpoints and
   eager steps continue from here.
 
+With random ops (dropout), every forward call takes a fresh key drawn from torch's default
+generator (`accel.training.rng`): `torch.manual_seed` makes the masks repeatable.
+
 Not set: `param.grad` (the gradients live only inside the step, as after
 `optimizer.zero_grad(set_to_none=True)`). Hyper-parameters are read from
 `optimizer.param_groups` at every call (`accel.training.optimizers.hyper_values`).
@@ -27,6 +30,7 @@ from accel.diagnostics import AccelError
 from accel.runtime.heap import reuse_large_blocks
 from accel.training import optimizers
 from accel.training.graphs import TrainGraphs
+from accel.training.rng import draw_key
 
 
 class TrainStep:
@@ -92,21 +96,23 @@ class TrainStep:
         return tuple(id(p) for g in self.optimizer.param_groups for p in g["params"])
 
     def _sources(self, names: Sequence[str]) -> list[tuple[int, Any]]:
-        """Each graph input as (kind, key): 0 parameter, 1 buffer, 2 batch, 3 saved."""
-        kinds = {"param": 0, "buffer": 1, "batch": 2, "saved": 3}
+        """Each graph input as (kind, key): 0 parameter, 1 buffer, 2 batch, 3 saved, 4 the
+        random ops' key (`accel.training.rng`)."""
+        kinds = {"param": 0, "buffer": 1, "batch": 2, "saved": 3, "rng": 4}
         found = []
         for name in names:
             kind, _, key = name.partition(":")
             if kind not in kinds:
                 raise AccelError(f"internal error: unknown graph input {name}")
-            found.append((kinds[kind], int(key) if kinds[kind] >= 2 else key))
+            found.append((kinds[kind], int(key) if kinds[kind] in (2, 3) else key))
         return found
 
     @staticmethod
     def _args(sources: list[tuple[int, Any]], params: dict[str, Any], buffers: dict[str, Any],
               batch: Sequence[Any], saved: Sequence[Any]) -> list[Any]:
         pools = (params, buffers, batch, saved)
-        return [pools[kind][key] for kind, key in sources]
+        # A fresh key per forward call: each micro-batch and step draws new random numbers.
+        return [pools[kind][key] if kind < 4 else draw_key() for kind, key in sources]
 
     # -- a step ---------------------------------------------------------------------------
     def __call__(self, *batch: Any) -> Any:

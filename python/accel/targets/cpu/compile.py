@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from accel import phases
+from accel import interrupts, phases
 from accel.diagnostics import AccelError, from_mlir_error, out_of_memory, too_deep
 from accel.ir import (
     MLIRError,
@@ -90,7 +90,8 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
     weights = checked_weights(weights, "compile_mlir: weights")
     opts = resolve_options(options)
     try:
-        return _compile(source, opts, weights)
+        with interrupts.guarded():  # Ctrl-C: stops at a safe place, nothing is cached
+            return _compile(source, opts, weights)
     except RecursionError:  # a pass or the printer walking deeply nested regions
         raise AccelError(too_deep("the MLIR input"), file=opts["filename"]) from None
     except MemoryError as err:  # still a MemoryError, saying what ran out

@@ -91,7 +91,7 @@ class CompiledMLIR:
         """Call `@name`: numpy arrays for memrefs/tensors, scalars for scalars.
 
         Returns None (no results), one value, or a tuple. Memref results are numpy arrays
-        that own their memory; scalar results are numpy scalars (bf16: float32).
+        that own their memory; scalar results are 0-d arrays of their dtype (bf16: float32).
         """
         return self[name](*args)
 
@@ -227,8 +227,41 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
     With `object_code` (from an earlier `_jit` of the same IR on this host) nothing is
     optimised or compiled again: the object is loaded and linked as it is.
     """
+    from accel import interrupts
+
     with phases.phase("codegen"):
-        return _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code)
+        rec = phases.current()
+        # LLVM releases the GIL: in a worker thread, so that Ctrl-C stops the wait at once.
+        engine, callables, obj = interrupts.run_releasing_gil(
+            lambda: _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code))
+        if rec is not None and rec.want_object:
+            rec.object_code = obj
+        return engine, callables, obj
+
+
+def _keep_object(objects: list[bytes], data: Any) -> None:
+    objects.append(bytes(data))
+
+
+class _ObjectSink:
+    """MCJIT's object-cache hook: keeps each object file it compiles. ctypes prints and
+    drops an exception raised in the callback (Ctrl-C landing there: "Exception ignored on
+    calling ctypes callback") and the compile would go on without its object, into a
+    damaged cache entry; the sink keeps the exception for `raise_error` instead."""
+
+    def __init__(self) -> None:
+        self.objects: list[bytes] = []
+        self.error: BaseException | None = None
+
+    def notify(self, _module: Any, data: Any) -> None:
+        try:
+            _keep_object(self.objects, data)
+        except BaseException as err:  # noqa: BLE001 - re-raised after finalize_object
+            self.error = self.error or err
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
@@ -259,12 +292,13 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
                              "weight bound to it (pass it in `weights`)")
     tm = llvmx.target_machine(opt_level)
     llvmx.prepare(mod, tm)
-    emitted: list[bytes] = []
+    sink = _ObjectSink()
+    emitted = sink.objects
     if object_code is None:
         llvmx.optimize(mod, tm, opt_level)
         engine = llvm.create_mcjit_compiler(mod, tm)
         # MCJIT hands each object it compiles to the cache hook: keep it for the next time.
-        engine.set_object_cache(notify_func=lambda _mod, data: emitted.append(bytes(data)))
+        engine.set_object_cache(notify_func=sink.notify)
     else:
         # `mod` only served to resolve externals; the code is the cached object's.
         empty = llvmx.parse("", "empty module")
@@ -276,10 +310,11 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
         for name, array in weights.items():
             llvm.add_symbol(name, array.ctypes.data)
         engine.finalize_object()
-    obj = emitted[0] if emitted else b""
-    rec = phases.current()
-    if rec is not None and rec.want_object:
-        rec.object_code = obj
+    sink.raise_error()
+    if not emitted:  # never store or save code without its object
+        raise AccelError("internal error: LLVM compiled the module but handed back no "
+                         "object code")
+    obj = emitted[0]
     callables = {}
     for name, sig in signatures.items():
         address = 0

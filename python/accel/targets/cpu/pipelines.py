@@ -15,6 +15,9 @@ DEALLOCATE_MARK = "buffer-deallocation-pipeline"
 
 #: Tensors -> memrefs with identity layouts (the nvgpu target starts the same way).
 ONE_SHOT: list[str] = [
+    # arith/math ops on whole tensors (`arith.addf %a, %b : tensor<4xf32>`, hand-written
+    # MLIR) have no bufferization: as linalg.generic ops they bufferize and fuse like others.
+    "func.func(convert-elementwise-to-linalg)",
     # argmax/max(dim) as two reductions that vectorise (and return NaN's index, as eager).
     "func.func(accel-split-argmax)",
     # tm_tensor ops (scan, scatter, sort, topk) have no One-Shot interface: memrefs first...
@@ -90,6 +93,13 @@ AFFINE_FUSION: list[str] = [
 #: each large nest runs on threads with `accel_parallel_for` (docs/cpu-codegen.md); options
 #: may follow in braces (`{min-work=...}`).
 PARALLEL_LOOPS = "accel-parallelize-loops"
+
+#: A model's long `main` as calls to private parts, each optimised by LLVM on its own (LLVM's
+#: loop passes cost O(nests²) per function: a tiny T5 took 27 s at -O1 whole, ~5 s split;
+#: docs/cpu-codegen.md). NOT in the default pipeline: with it BERT at 4 x 256 gave wrong
+#: results at opt_level 3 (under investigation); `pipelines` adds it only when the resolved
+#: options carry a true `split_functions` (no option of the table sets it yet).
+SPLIT_FUNCTIONS = "accel-split-functions"
 
 LOWER_TO_LLVM: list[str] = [
     # `_mlir_ciface_<name>` wrappers (descriptors by pointer) are what the JIT calls.
@@ -169,6 +179,8 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
         if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:
             middle.append(PARALLEL_LOOPS)
     bufferize = BUFFERIZE[:at] + middle + BUFFERIZE[at:]
+    if opts.get("split_functions") and lookup_pass(SPLIT_FUNCTIONS) is not None:
+        bufferize.append(SPLIT_FUNCTIONS)
     return fuse, bufferize, LOWER_TO_LLVM
 
 

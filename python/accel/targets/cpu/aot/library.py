@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from accel import interrupts
 from accel.diagnostics import AccelError
 from accel.llvm import engine
 from accel.options import c_identifier_problem
@@ -203,8 +204,10 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
     lib = AotLibrary(name, out, sig, static, user_memory, target_cpu)
     with tempfile.TemporaryDirectory(prefix="accel-aot-") as tmp_name:
         tmp = Path(tmp_name)
-        model_obj, weight_names = _emit_model_object(cm.llvm_ir, bound, name, target_cpu,
-                                                     opt_level, user_memory, tmp)
+        # LLVM releases the GIL: in a worker thread, so that Ctrl-C stops the wait at once.
+        model_obj, weight_names = interrupts.run_releasing_gil(
+            lambda: _emit_model_object(cm.llvm_ir, bound, name, target_cpu, opt_level,
+                                       user_memory, tmp))
         weights_s = _weights_asm(name, weight_names, bound, tmp)
         plan = None
         if user_memory:

@@ -1,0 +1,147 @@
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-split-functions{min-ops=10 max-ops=12})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-split-functions{min-ops=10 max-ops=12},lower-affine,convert-scf-to-cf,accel-check-allocations,accel-assert-to-error-return)' | FileCheck %s --check-prefix=ERR
+
+// Three nests, at most two per part: two parts. %tmp is used only in the first part, so
+// it (with its dealloc, moved up from the end) goes in; %out is used later and returned,
+// so it stays and is an argument. The constant is cloned. The first part allocates, so
+// it sets the status byte, which the caller checks after the call.
+// CHECK-LABEL: func.func @three_nests
+// CHECK-SAME:    (%[[A:.*]]: memref<8xf32>)
+// CHECK:         %[[ST:.*]] = memref.alloca() : memref<i8>
+// CHECK:         %[[OUT:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         %[[ZERO:.*]] = arith.constant 0 : i8
+// CHECK:         memref.store %[[ZERO]], %[[ST]][]
+// CHECK:         call @three_nests_part0(%[[A]], %[[OUT]], %[[ST]])
+// CHECK:         %[[S:.*]] = memref.load %[[ST]][]
+// CHECK:         %[[OK:.*]] = arith.cmpi ne, %[[S]], %[[ZERO]]
+// CHECK:         cf.assert %[[OK]], "a split part of this function failed"
+// CHECK:         call @three_nests_part1(%[[OUT]])
+// CHECK-NOT:     affine.for
+// CHECK-NOT:     memref.dealloc
+// CHECK:         return %[[OUT]]
+// CHECK:       func.func private @three_nests_part0(%[[PA:.*]]: memref<8xf32>, %[[POUT:.*]]: memref<8xf32>, %[[PST:.*]]: memref<i8>) attributes {llvm.no_inline}
+// CHECK:         %[[TWO:.*]] = arith.constant 2.0
+// CHECK:         %[[TMP:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:         affine.for
+// CHECK:           arith.mulf %{{.*}}, %[[TWO]]
+// CHECK:           affine.store %{{.*}}, %[[TMP]]
+// CHECK:         affine.for
+// CHECK:           affine.load %[[TMP]]
+// CHECK:           affine.store %{{.*}}, %[[POUT]]
+// CHECK:         memref.dealloc %[[TMP]]
+// CHECK:         %[[ONE:.*]] = arith.constant 1 : i8
+// CHECK:         memref.store %[[ONE]], %[[PST]][]
+// CHECK-NEXT:    return
+// CHECK:       func.func private @three_nests_part1(%{{.*}}: memref<8xf32>) attributes {llvm.no_inline}
+// CHECK-NOT:     memref.store {{.*}} : memref<i8>
+// CHECK:         arith.mulf
+// CHECK:         return
+// With the error paths the later CPU passes add: a failed allocation in the part
+// returns from it before the status store, and the caller's check then returns too.
+// ERR-LABEL: func.func @three_nests
+// ERR:         call @three_nests_part0(
+// ERR-NEXT:    %[[S:.*]] = memref.load
+// ERR-NEXT:    %[[OK:.*]] = arith.cmpi ne, %[[S]]
+// ERR-NEXT:    cf.cond_br %[[OK]] {{.*}}, ^[[GO:.*]], ^[[FAIL:.*]]
+// ERR:       ^[[GO]]:
+// ERR-NEXT:    call @three_nests_part1(
+// ERR:       ^[[FAIL]]:
+// ERR:         call @__accel_assert_fail(
+// ERR-NEXT:    ub.poison
+// ERR-NEXT:    return
+// ERR-LABEL: func.func private @three_nests_part0
+// ERR:         memref.alloc()
+// ERR:         cf.cond_br %{{.*}}, ^{{.*}}, ^[[NOMEM:.*]]
+// ERR:         memref.store %{{.*}}, %arg2[] : memref<i8>
+// ERR-NEXT:    return
+// ERR:       ^[[NOMEM]]:
+// ERR-NEXT:    arith.index_cast
+// ERR-NEXT:    call @__accel_alloc_fail(
+// ERR-NEXT:    return
+func.func @three_nests(%a: memref<8xf32>) -> memref<8xf32> {
+  %c2 = arith.constant 2.0 : f32
+  %tmp = memref.alloc() : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %c2 : f32
+    affine.store %y, %tmp[%i] : memref<8xf32>
+  }
+  %out = memref.alloc() : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %tmp[%i] : memref<8xf32>
+    %y = arith.addf %x, %c2 : f32
+    affine.store %y, %out[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %out[%i] : memref<8xf32>
+    %y = arith.mulf %x, %x : f32
+    affine.store %y, %out[%i] : memref<8xf32>
+  }
+  memref.dealloc %tmp : memref<8xf32>
+  return %out : memref<8xf32>
+}
+
+// -----
+
+// A cf.assert ends a run: it stays in the caller, between the two parts' calls (a failed
+// assert returns from the caller before the second part runs).
+// CHECK-LABEL: func.func @assert_between
+// CHECK:         call @assert_between_part0(
+// CHECK-NEXT:    cf.assert %arg1, "boom"
+// CHECK-NEXT:    call @assert_between_part1(
+// CHECK:       func.func private @assert_between_part0
+// CHECK:       func.func private @assert_between_part1
+func.func @assert_between(%a: memref<8xf32>, %ok: i1) {
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  cf.assert %ok, "boom"
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Below min-ops: left whole.
+// CHECK-LABEL: func.func @small
+// CHECK-NEXT:    affine.for
+// CHECK-NOT:   func.func private
+func.func @small(%a: memref<8xf32>) {
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    affine.store %x, %a[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// A nest with a cf.assert inside stays in the caller (its failure must return from it);
+// the nest after it moves.
+// CHECK-LABEL: func.func @assert_inside
+// CHECK-NEXT:    affine.for
+// CHECK:           cf.assert %arg1, "inside"
+// CHECK:         call @assert_inside_part0(%arg0)
+// CHECK:       func.func private @assert_inside_part0
+// CHECK-NOT:     cf.assert
+// CHECK:         arith.mulf
+func.func @assert_inside(%a: memref<8xf32>, %ok: i1) {
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    cf.assert %ok, "inside"
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  return
+}
