@@ -1,14 +1,15 @@
 """Writes test/e2e/suite_sample: the part of torch-mlir's e2e suite that sample.txt needs.
 
-    python test/e2e/make_sample.py --suite $E2E_SUITE_DIR [--choose e2e.json]
+    python test/e2e/make_sample.py --suite $E2E_SUITE_DIR [--choose [RESULTS.json ...]]
 
 `make check` runs a fixed sample of 100 tests (docs/e2e.md) without the suite, which is not
 on PyPI. This keeps, from each `test_suite/*.py` file, the sampled tests, the module classes
 their factories build, the top-level helpers and constants those use (transitively) and the
 imports of what is kept; the framework files (framework.py, registry.py, reporting.py,
-annotations.py, configs/utils.py, configs/fx_importer_backend.py) are copied whole. Every
-file keeps its path and its licence header (Apache-2.0 WITH LLVM-exception, LICENSE copied
-too); a changed file says so under the header.
+annotations.py, configs/utils.py, configs/fx_importer_backend.py, the RefBackend's
+linalg_on_tensors_backends) are copied whole. Every file keeps its path and its licence
+header (Apache-2.0 WITH LLVM-exception, LICENSE copied too); a changed file says so under
+the header.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from e2e_setup import PACKAGE, SAMPLE_SUITE, find_package  # noqa: E402
 
 #: Copied unchanged.
 WHOLE = ("__init__.py", "framework.py", "registry.py", "reporting.py", "annotations.py",
-         "configs/utils.py", "configs/fx_importer_backend.py")
+         "configs/utils.py", "configs/fx_importer_backend.py",
+         # The RefBackend, so the sample can be compared with it too (`--config refbackend`).
+         "linalg_on_tensors_backends/__init__.py", "linalg_on_tensors_backends/abc.py",
+         "linalg_on_tensors_backends/refbackend.py")
 NOTICE = ("# Modified for accel's e2e sample (test/e2e/make_sample.py): only what the sampled\n"
           "# tests need is kept.\n")
 
@@ -97,14 +101,16 @@ def trim(source: str, tests: set[str]) -> tuple[str, set[str]]:
     return _header(source) + NOTICE + "\n" + out, found
 
 
-def choose(results: dict[str, list[dict]], count: int = 100,
-           max_seconds: float = 3.0) -> list[str]:
-    """`count` tests spread evenly over the suite in name order (test `i * n // count`),
-    each replaced by the next name when it failed eagerly (torchvision, the timeout test)
-    or took over `max_seconds` in some config of the full run `results` (run_e2e.py --json),
-    so the sample stays fast and exercises the backends."""
-    names = sorted({r["test"] for records in results.values() for r in records})
-    slow = {r["test"] for records in results.values() for r in records
+def choose(names: list[str], results: list[dict[str, list[dict]]], count: int = 100,
+           max_seconds: float = 6.0) -> list[str]:
+    """`count` tests spread evenly over the suite's `names` in name order (test
+    `i * n // count`), each replaced by the next name when a run in `results` (run_e2e.py
+    --json outputs) saw it fail eagerly (torchvision, the timeout test) or take over
+    `max_seconds` in some config, so the sample stays fast and exercises the backends.
+    A test no run has seen is taken as it comes: run the sample, choose again with that
+    run's results added, until the choice stops changing (docs/e2e.md)."""
+    names = sorted(names)
+    slow = {r["test"] for run in results for records in run.values() for r in records
             if r["stage"] == "eager" or (r["seconds"] or 1e9) > max_seconds}
     picked: list[str] = []
     for i in range(count):
@@ -120,14 +126,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", required=True)
     parser.add_argument("--tests", type=Path, default=HERE / "sample.txt")
     parser.add_argument("--out", type=Path, default=SAMPLE_SUITE)
-    parser.add_argument("--choose", type=Path, metavar="RESULTS_JSON",
-                        help="first write --tests: 100 tests chosen from a full run's results")
+    parser.add_argument("--choose", type=Path, nargs="*", metavar="RESULTS_JSON",
+                        help="first write --tests: 100 tests of the suite, avoiding those "
+                        "these runs' results (run_e2e.py --json) saw fail eagerly or run slowly")
     args = parser.parse_args(argv)
 
-    if args.choose:
+    if args.choose is not None:
         import json
 
-        args.tests.write_text("\n".join(choose(json.loads(args.choose.read_text()))) + "\n")
+        from e2e_setup import all_tests, setup
+
+        setup(args.suite)
+        runs = [json.loads(path.read_text()) for path in args.choose]
+        src = find_package(args.suite) / PACKAGE
+        # Only tests registered at a file's top level can be cut out by `trim` (a few are
+        # registered inside a class body).
+        top = {n.name for path in (src / "test_suite").glob("*.py")
+               for n in ast.parse(path.read_text()).body if _is_test(n)}
+        names = [n for n in all_tests() if n in top]
+        args.tests.write_text("\n".join(choose(names, runs)) + "\n")
     src = find_package(args.suite) / PACKAGE
     tests = set(args.tests.read_text().split())
     dst = args.out / PACKAGE

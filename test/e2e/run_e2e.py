@@ -9,14 +9,16 @@ Tests are split into `--shards` worker processes (`e2e_worker.py`), each calling
 was running is recorded as `crash`; one that makes no progress for `--hang-seconds` is
 killed and its test recorded as `hang`. Prints per config the count of tests that pass each
 stage (eagerly, export, lower to linalg on tensors, run, match eager) and the failures
-grouped by reason; `--json` writes every result; `--expected FILE` (a JSON of pass lists per
-config) makes the exit status 1 when a test listed there no longer passes.
+grouped by reason (`--report` writes that to a file too); `--json` writes every result;
+`--expected FILE` (a JSON of pass lists per config) makes the exit status 1 when a test
+listed there no longer passes.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import io
 import json
 import os
 import re
@@ -53,6 +55,10 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+class WorkerSetupError(RuntimeError):
+    """A worker failed before running any test (its last stderr line)."""
+
+
 def run_shard(suite: str, configs: list[str], names: list[str], work: Path, index: int,
               options: dict[str, Any], hang_seconds: float, log: Any) -> list[dict[str, Any]]:
     """Run `names` through `configs` in worker processes until every pair has a record."""
@@ -67,12 +73,20 @@ def run_shard(suite: str, configs: list[str], names: list[str], work: Path, inde
         finished = {(r["test"], r["config"]) for r in records if "test" in r}
         if wanted <= finished:
             return [r for r in records if "test" in r]
-        with (work / f"shard-{index}.stderr").open("ab") as stderr:
+        errors = work / f"shard-{index}.stderr"
+        before = len(records)
+        with errors.open("ab") as stderr:
+            err_start = stderr.tell()
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
             hung = _watch(proc, out, hang_seconds)
         if proc.returncode == 0 and not hung:
             continue
         records = _read_records(out)
+        if proc.returncode == 1 and len(records) == before:
+            # A Python error before the first test (a config the suite cannot build, an
+            # import error): every restart would fail the same way.
+            tail = errors.read_bytes()[err_start:].decode(errors="replace").strip()
+            raise WorkerSetupError(tail.splitlines()[-1] if tail else "no message")
         finished = {(r["test"], r["config"]) for r in records if "test" in r}
         started = [(r["start"], r["config"]) for r in records if "start" in r]
         victim = next((p for p in reversed(started) if p not in finished), None)
@@ -110,15 +124,22 @@ def run_all(suite: str, configs: list[str], names: list[str], shards: int, work:
     {config: records in the order of `names`}."""
     parts = [names[i::shards] for i in range(shards)]
     results: list[list[dict[str, Any]]] = [[] for _ in parts]
+    failed: list[WorkerSetupError] = []
 
     def one(i: int) -> None:
-        results[i] = run_shard(suite, configs, parts[i], work, i, options, hang_seconds, log)
+        try:
+            results[i] = run_shard(suite, configs, parts[i], work, i, options, hang_seconds,
+                                   log)
+        except WorkerSetupError as err:
+            failed.append(err)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(parts)) if parts[i]]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if failed:
+        raise failed[0]
     by_pair = {(r["test"], r["config"]): r for part in results for r in part}
     return {c: [by_pair[(n, c)] for n in names] for c in configs}
 
@@ -137,6 +158,9 @@ def stage_counts(records: list[dict[str, Any]]) -> dict[str, int]:
 _NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|(?<![A-Za-z0-9_])\d+(\.\d+)?(?![A-Za-z0-9_])")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _TYPES = re.compile(r"\b(tensor|memref|vector|!torch\.vtensor)<[^>]*>")
+#: The test's module class (accel's errors name the model) and source locations.
+_MODULES = re.compile(r"\b[A-Z]\w*(?:Module|Model|Layer)\w*\b")
+_PATHS = re.compile(r"(?: at)? /[^\s:]+\.py(?::\d+)?")
 
 
 def group_key(record: dict[str, Any]) -> str:
@@ -145,6 +169,9 @@ def group_key(record: dict[str, Any]) -> str:
     if record["status"] in ("crash", "hang"):
         return record["status"]
     reason = re.sub(r"^.*?error: ", "", reason)
+    reason = reason.replace("accel.diagnostics.AccelError: ", "AccelError: ")
+    reason = _PATHS.sub("", reason)
+    reason = _MODULES.sub("M", reason)
     reason = _QUOTED.sub("'...'", reason)
     reason = _TYPES.sub(r"\1<...>", reason)
     reason = _NUMBERS.sub("N", reason)
@@ -198,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=max(os.cpu_count() or 1, 1))
     parser.add_argument("--hang-seconds", type=float, default=300.0)
     parser.add_argument("--options", default="{}", help="accel options as JSON")
+    parser.add_argument("--work", type=Path,
+                        help="keep the shards' files here (default: a temporary folder); "
+                        "run again with the same --work, tests and --shards to resume")
     parser.add_argument("--json", type=Path, help="write every result here")
+    parser.add_argument("--report", type=Path, help="write the printed report here too")
     parser.add_argument("--expected", type=Path,
                         help="JSON {config: [tests that must pass]}: exit 1 on a regression")
     parser.add_argument("--write-expected", type=Path,
@@ -232,11 +263,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(names)} tests x {', '.join(args.config)} in {args.shards} shards ...",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="accel-e2e-") as tmp:
-        results = run_all(args.suite, args.config, names, args.shards, Path(tmp), options,
-                          args.hang_seconds, sys.stdout)
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            results = run_all(args.suite, args.config, names, args.shards, work,
+                              options, args.hang_seconds, sys.stdout)
+        except WorkerSetupError as err:
+            print(f"run_e2e.py: a worker failed before its first test: {err}",
+                  file=sys.stderr)
+            return 2
     seconds = time.perf_counter() - start
+    report = io.StringIO()
     for config, records in results.items():
-        print_report(config, records, sys.stdout, seconds)
+        print_report(config, records, report, seconds)
+    print(report.getvalue(), end="")
+    if args.report:
+        args.report.write_text(report.getvalue().lstrip("\n"))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     if args.write_expected:

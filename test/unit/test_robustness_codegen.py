@@ -386,6 +386,39 @@ def test_signless_int_arguments_take_either_reading() -> None:
         m.invoke("signed", np.array([1, 2], np.uint8))
 
 
+def test_e2e_boundary_conventions() -> None:
+    """What torch-mlir's e2e suite expects of a linalg backend (docs/e2e.md): rank-0
+    results are 0-d arrays (not numpy scalars), signless i16/i32/i64 take unsigned arrays of
+    their width, and i1 takes bool arrays."""
+    m = accel.compile_mlir("""
+      func.func @first(%a: tensor<3xi64>) -> tensor<i64> {
+        %c0 = arith.constant 0 : index
+        %v = tensor.extract %a[%c0] : tensor<3xi64>
+        %r = tensor.from_elements %v : tensor<i64>
+        return %r : tensor<i64>
+      }
+      func.func @any(%a: tensor<2xi1>) -> tensor<i1> {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %x = tensor.extract %a[%c0] : tensor<2xi1>
+        %y = tensor.extract %a[%c1] : tensor<2xi1>
+        %o = arith.ori %x, %y : i1
+        %r = tensor.from_elements %o : tensor<i1>
+        return %r : tensor<i1>
+      }
+      func.func @sum16(%a: tensor<2xi16>, %b: tensor<2xi32>) -> (tensor<2xi16>, tensor<2xi32>) {
+        return %a, %b : tensor<2xi16>, tensor<2xi32>
+      }""", {"cache": False})
+    got = m.invoke("first", np.array([7, 8, 9]))
+    assert type(got) is np.ndarray and got.shape == () and got.dtype == np.int64 and got == 7
+    flag = m.invoke("any", np.array([False, True]))
+    assert type(flag) is np.ndarray and flag.shape == () and flag.dtype == np.bool_ and flag
+    assert not m.invoke("any", np.array([False, False]))
+    a, b = m.invoke("sum16", np.array([1, 65535], np.uint16), np.array([2, 2**32 - 1], np.uint32))
+    assert a.dtype == np.int16 and a.tolist() == [1, -1]
+    assert b.dtype == np.int32 and b.tolist() == [2, -1]
+
+
 # -- 5. torch.linalg.det ---------------------------------------------------------------------
 @pytest.mark.parametrize(("shape", "dtype"), [((4, 4), torch.float32), ((3, 6, 6),
                                                 torch.float32), ((5, 5), torch.float64)])

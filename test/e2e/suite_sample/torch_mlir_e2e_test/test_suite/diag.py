@@ -1,0 +1,30 @@
+#  Part of the LLVM Project, under the Apache License v2.0 with LLVM Exceptions.
+#  See https://llvm.org/LICENSE.txt for license information.
+#  SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# Modified for accel's e2e sample (test/e2e/make_sample.py): only what the sampled
+# tests need is kept.
+
+import torch
+from torch_mlir_e2e_test.framework import TestUtils
+from torch_mlir_e2e_test.registry import register_test_case
+from torch_mlir_e2e_test.annotations import annotate_args, export
+
+
+class DiagModule2DPositiveOffset(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([-1, -1], torch.float32, True),
+        ]
+    )
+    def forward(self, a):
+        return torch.ops.aten.diag(a, 1)
+
+
+@register_test_case(module_factory=lambda: DiagModule2DPositiveOffset())
+def DiagModule2D_positive_offset(module, tu: TestUtils):
+    module.forward(tu.rand(4, 4))

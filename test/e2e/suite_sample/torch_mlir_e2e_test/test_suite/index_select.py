@@ -1,0 +1,32 @@
+# Part of the LLVM Project, under the Apache License v2.0 with LLVM Exceptions.
+# See https://llvm.org/LICENSE.txt for license information.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# Also available under a BSD-style license. See LICENSE.
+# Modified for accel's e2e sample (test/e2e/make_sample.py): only what the sampled
+# tests need is kept.
+
+import torch
+from torch_mlir_e2e_test.framework import TestUtils
+from torch_mlir_e2e_test.registry import register_test_case
+from torch_mlir_e2e_test.annotations import annotate_args, export
+
+
+class IndexSelectTwoIdxModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([4, 5, 6], torch.float32, True),
+            ([2], torch.int64, True),
+        ]
+    )
+    def forward(self, input, indices):
+        return torch.index_select(input, 2, indices)
+
+
+@register_test_case(module_factory=lambda: IndexSelectTwoIdxModule())
+def IndexSelectTwoIdxModule_basic(module, tu: TestUtils):
+    module.forward(tu.rand(4, 5, 6), torch.tensor([2, 4]))

@@ -1,0 +1,53 @@
+# Part of the LLVM Project, under the Apache License v2.0 with LLVM Exceptions.
+# See https://llvm.org/LICENSE.txt for license information.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# Also available under a BSD-style license. See LICENSE.
+# Modified for accel's e2e sample (test/e2e/make_sample.py): only what the sampled
+# tests need is kept.
+
+import torch
+from torch_mlir_e2e_test.framework import TestUtils
+from torch_mlir_e2e_test.registry import register_test_case
+from torch_mlir_e2e_test.annotations import annotate_args, export
+
+
+class GeFloatModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([], torch.float64, True),
+            ([], torch.float64, True),
+        ]
+    )
+    def forward(self, lhs, rhs):
+        return float(lhs) >= float(rhs)
+
+
+@register_test_case(module_factory=lambda: GeFloatModule())
+def GeFloatModule_basic(module, tu: TestUtils):
+    module.forward(tu.rand().double(), tu.rand().double())
+
+
+class NeFloatIntModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([], torch.float64, True),
+            ([], torch.int64, True),
+        ]
+    )
+    def forward(self, lhs, rhs):
+        return float(lhs) != int(rhs)
+
+
+@register_test_case(module_factory=lambda: NeFloatIntModule())
+def NeFloatIntModule_basic(module, tu: TestUtils):
+    module.forward(tu.rand().double(), tu.randint(low=-100, high=100))

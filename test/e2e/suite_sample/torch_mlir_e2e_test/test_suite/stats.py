@@ -1,0 +1,51 @@
+# Part of the LLVM Project, under the Apache License v2.0 with LLVM Exceptions.
+# See https://llvm.org/LICENSE.txt for license information.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# Also available under a BSD-style license. See LICENSE.
+# Modified for accel's e2e sample (test/e2e/make_sample.py): only what the sampled
+# tests need is kept.
+
+import torch
+from torch_mlir_e2e_test.framework import TestUtils
+from torch_mlir_e2e_test.registry import register_test_case
+from torch_mlir_e2e_test.annotations import annotate_args, export
+
+
+class MeanDimAllReduceKeepdimModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([-1, -1, -1], torch.float32, True),
+        ]
+    )
+    def forward(self, x):
+        return torch.ops.aten.mean(x, (0, 1, 2), keepdim=True)
+
+
+@register_test_case(module_factory=lambda: MeanDimAllReduceKeepdimModule())
+def MeanDimAllReduceKeepdimModule_basic(module, tu: TestUtils):
+    module.forward(tu.rand(3, 4, 5))
+
+
+class VarDimNegativeModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args(
+        [
+            None,
+            ([-1, -1, -1], torch.float32, True),
+        ]
+    )
+    def forward(self, x):
+        return torch.ops.aten.var(x, dim=(-1, 1), keepdim=True)
+
+
+@register_test_case(module_factory=lambda: VarDimNegativeModule())
+def VarDimNegativeModule_basic(module, tu: TestUtils):
+    module.forward(tu.rand(3, 4, 5))
