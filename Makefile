@@ -4,10 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo check lit pytest lint fuzz conformance zoo bench-zoo e2e clean
+.PHONY: demo check lit pytest lint fuzz conformance zoo bench-zoo e2e matrix docs clean
 
 $(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11-3.13: make PYTHON=python3.X)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -24,8 +24,11 @@ lint: $(STAMP)
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test
 
+# One worker process per core (PYTEST_JOBS=0: in this process); a file's tests stay in one
+# worker so the models its fixtures compile are compiled once.
+PYTEST_JOBS ?= auto
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -m "not long" test/unit
+	$(BIN)/python -m pytest -q -ra -m "not long" -n $(PYTEST_JOBS) --dist loadfile test/unit
 
 # accel-opt against upstream MLIR test files (test/Conformance): a table of RUN lines passed
 # by accel-opt, the bare bindings and the bundled mlir-opt; fails on any regression.
@@ -45,14 +48,30 @@ bench-zoo: $(STAMP)
 	$(BIN)/python benchmarks/zoo.py
 
 # torch-mlir's e2e suite (all 1828 tests) through accel (compile_mlir and accel.compile) and
-# torch-mlir's RefBackend: per-stage counts and failures by reason, e2e.json (docs/e2e.md).
-# E2E_SUITE_DIR: a torch-mlir checkout at the pinned commit; unset, test/e2e/get_suite.sh
-# fetches one into ~/.cache/accel (or says it cannot). `make check` runs a fixed 100-test
-# sample of the suite instead (test/unit/test_e2e_sample.py).
+# torch-mlir's RefBackend: per-stage counts and failures by reason on stdout and in
+# e2e-report.txt, every result in e2e.json (docs/e2e.md). E2E_SUITE_DIR: a torch-mlir
+# checkout (or extracted suite) at the pinned commit; unset, test/e2e/get_suite.sh fetches
+# one into ~/.cache/accel (or says it cannot). E2E_SHARDS: worker processes (default: cores).
+# `make check` runs a fixed 100-test sample of the suite instead (test/unit/test_e2e_sample.py).
+E2E_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
 e2e: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[e2e]'
 	suite="$${E2E_SUITE_DIR:-}"; [ -n "$$suite" ] || suite=$$(test/e2e/get_suite.sh) || exit 1; \
-	$(BIN)/python test/e2e/run_e2e.py --suite "$$suite" --json e2e.json
+	$(BIN)/python test/e2e/run_e2e.py --suite "$$suite" --shards $(E2E_SHARDS) \
+	    --config accel-mlir accel-torch refbackend --json e2e.json --report e2e-report.txt
+
+# The wheel on every supported interpreter present (python3.11, 3.12, 3.13: PATH or pyenv):
+# a fresh venv, an isolated build (no warnings, every file), a full install, a smoke test
+# (docs/install.md). Needs the network for the dependencies; an interpreter whose
+# dependencies cannot be installed is SKIP, not a failure. MATRIX_PIP_ARGS: e.g. an --index-url.
+matrix: $(STAMP)
+	$(BIN)/python test/install/matrix.py
+
+# Every example of README.md and docs/ run as written (about 5 minutes on 2 cores; also part
+# of `make zoo`, as pytest's `long` tests); `make check` checks that each block is run or
+# marked `<!-- not run: REASON -->` (test/unit/test_docs_examples.py).
+docs: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -m "long or not long" test/unit/test_docs_examples.py
 
 # The fuzz harness (docs/fuzzing.md): FUZZ_COUNT inputs, table on stdout, report and
 # replayable defects in fuzz-out/. `make check` runs a 300-input slice of it (pytest).

@@ -77,7 +77,8 @@ class _Where:
     def error(self, message: str, pos: int) -> AccelError:
         line = self.text.count("\n", 0, pos) + 1
         col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return AccelError(message, file=self.filename, line=line + self.line_offset, col=col)
+        return _located(AccelError(message, file=self.filename, line=line + self.line_offset,
+                                   col=col))
 
 
 # -- nesting ----------------------------------------------------------------------------------
@@ -242,7 +243,16 @@ def parse_module(text: str, filename: str = "<input>", line_offset: int = 0):  #
     try:
         return Module.parse(text)
     except MLIRError as err:
-        raise from_mlir_error(err, filename, line_offset) from None
+        raise _located(from_mlir_error(err, filename, line_offset)) from None
+
+
+def _located(error: AccelError) -> AccelError:
+    """`error` whose message (`str()`) is its first diagnostic's `file:line:col: error: ...`
+    line: API callers print `str(err)`, not `err.format()`, and must see where it failed."""
+    first = error.diagnostics[0]
+    if first.line is None:
+        return error
+    return AccelError(first.format().splitlines()[0], diagnostics=error.diagnostics)
 
 
 def probe_in_child(text: str, filename: str = "<input>", line_offset: int = 0) -> None:

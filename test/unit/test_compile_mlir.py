@@ -559,6 +559,26 @@ def test_parse_error_is_located() -> None:
     assert info.value.diagnostics[0].format().startswith("bad.mlir:2:")
 
 
+@pytest.mark.parametrize(("source", "where", "message"), [
+    # a missing type after `:` (issue 31: the message came without its place)
+    ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = arith.addf %a, %a : \n"
+     "  return %0 : tensor<2xf32>\n}\n", "<input>:2:27", "expected non-function type"),
+    ("module {\n  func.func @f( {\n}", "<input>:2:16", "expected non-function type"),
+    ("func.func @f() {\n  return %x\n}", "<input>:2:12", "expected ':'"),
+    # accel's own pre-parse check of linalg's integer lists
+    ("func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32> {\n"
+     "  %0 = linalg.transpose ins(%a : tensor<2x3xf32>) outs(%b : tensor<3x2xf32>)"
+     " permutation = [1, , 0]\n  return %0 : tensor<3x2xf32>\n}\n", "<input>:2:", ""),
+])
+def test_malformed_text_gives_one_located_line(source: str, where: str, message: str) -> None:
+    """str(err), what an API caller prints, is the one located line, not the bare message."""
+    with pytest.raises(AccelError) as info:
+        compile_mlir(source)
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(f"{where}") and ": error: " in text and text.endswith(message)
+
+
 def test_undefined_external_function_is_an_error_not_a_crash() -> None:
     src = """
     func.func private @not_anywhere(f32) -> f32

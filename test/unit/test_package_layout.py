@@ -16,8 +16,12 @@ def _packages_on_disk(package_dir: dict[str, str]) -> set[str]:
     found: set[str] = set()
     for pkg, folder in package_dir.items():
         base = ROOT / folder
-        for init in base.rglob("__init__.py"):
-            rel = init.parent.relative_to(base)
+        # A package: a folder with __init__.py, or a data folder (presets, rules, the
+        # dashboard's static files), listed too so that setuptools ships it without a warning.
+        for path in base.rglob("*"):
+            if not path.is_file() or (path.suffix == ".py" and path.name != "__init__.py"):
+                continue
+            rel = path.parent.relative_to(base)
             if "__pycache__" in rel.parts:
                 continue
             found.add(".".join([pkg, *rel.parts]) if rel.parts else pkg)
