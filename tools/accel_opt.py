@@ -398,8 +398,11 @@ def _load_plugins(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    tool = tool_name() if tool_name() not in ("", "accel", "pytest", "__main__.py") else \
-        "accel-opt"
+    # LLVM tools name themselves by argv[0] (a symlink `mlir-opt -> accel-opt` says mlir-opt);
+    # run from Python (`python -c`, pytest, a worker process) there is no such name.
+    name = tool_name()
+    tool = "accel-opt" if (not name or name.startswith("-") or name.endswith(".py")
+                           or name in ("accel", "pytest", "python", "python3")) else name
     _load_plugins(argv)
     try:
         cl = opt_flags.parse(argv, tool, _is_pass)
