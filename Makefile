@@ -6,11 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo check lit pytest lint fuzz conformance zoo bench-zoo e2e matrix docs clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11-3.13: make PYTHON=python3.X)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -44,7 +44,7 @@ zoo: $(STAMP)
 # The zoo benchmark at published sizes (accel vs eager, inductor, onnxruntime; 1 thread and
 # all cores): table on stdout, benchmarks/results/zoo.json. Needs the `bench` extra.
 bench-zoo: $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python benchmarks/zoo.py
 
 # torch-mlir's e2e suite (all 1828 tests) through accel (compile_mlir and accel.compile) and
@@ -55,7 +55,7 @@ bench-zoo: $(STAMP)
 # `make check` runs a fixed 100-test sample of the suite instead (test/unit/test_e2e_sample.py).
 E2E_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
 e2e: $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[e2e]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[e2e]'
 	suite="$${E2E_SUITE_DIR:-}"; [ -n "$$suite" ] || suite=$$(test/e2e/get_suite.sh) || exit 1; \
 	$(BIN)/python test/e2e/run_e2e.py --suite "$$suite" --shards $(E2E_SHARDS) \
 	    --config accel-mlir accel-torch refbackend --json e2e.json --report e2e-report.txt
