@@ -31,7 +31,6 @@ import contextlib
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from benchmarks.run import THREAD_ENV, all_threads, host_info  # noqa: E402
+from benchmarks.run import THREAD_ENV, all_threads, host_info, measure  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "zoo.json")
 FRAMEWORKS = ["torch", "inductor", "onnxruntime", "accel"]
@@ -66,26 +65,6 @@ def _flat(value: Any) -> list[Any]:
 def _first(built: Any, out: Any) -> Any:
     selected = built.select(out)
     return selected[0] if isinstance(selected, tuple) else selected
-
-
-def measure(call: Any, budget_s: float, min_reps: int, max_reps: int) -> dict[str, Any]:
-    """First (warm-up) call, more warm-up for fast calls, then timed calls; median."""
-    start = time.perf_counter()
-    out = call()
-    first = time.perf_counter() - start
-    warm_until = time.perf_counter() + min(0.1 * budget_s, 0.5)
-    extra = 0
-    while time.perf_counter() < warm_until and extra < 20 and first < 0.05:
-        call()
-        extra += 1
-    reps = max(min_reps, min(max_reps, int(budget_s / max(first, 1e-7))))
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return {"out": out, "first_s": first, "median_s": statistics.median(times),
-            "min_s": min(times), "reps": reps}
 
 
 class Runner:

@@ -560,18 +560,7 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
     if output_mask[0]:
         parts = (weight.permute(2, 3, 1, 0).reshape(kh * kw * i, o) @ rows).reshape(
             kh, kw, i, n, oh, ow).permute(0, 1, 3, 2, 4, 5)  # (kh, kw, n, i, oh, ow)
-        total = None
-        for di in range(kh):
-            for dj in range(kw):
-                part = _interleave(parts[di, dj], sh, sw)  # (n, i, oh*sh, ow*sw)
-                shifted = pad(part, (dj, kw - dj, di, kh - di))
-                total = shifted if total is None else total + shifted
-        assert total is not None
-        extra_h = max(0, ph + h - int(total.shape[2]))
-        extra_w = max(0, pw + w - int(total.shape[3]))
-        if extra_h or extra_w:
-            total = pad(total, (0, extra_w, 0, extra_h))
-        grad_input = total[:, :, ph:ph + h, pw:pw + w]
+        grad_input = _col2im(parts, sh, sw, ph, pw, h, w)
     if output_mask[2]:
         grad_bias = grad.sum([0, 2, 3])
     return grad_input, grad_weight, grad_bias
