@@ -53,20 +53,10 @@ def _parse_list(text: str, pos: int) -> tuple[list, int]:
 
 
 def _close_brace(text: str, pos: int) -> int:
-    depth, quote = 0, ""
-    for i in range(pos, len(text)):
-        ch = text[i]
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text) - 1
+    from accel.pipeline import find_matching
+
+    end = find_matching(text, pos, "{", "}")
+    return end if end >= 0 else len(text) - 1
 
 
 def _show(node: tuple[str, str, list | None], indent: int) -> str:

@@ -106,7 +106,9 @@ def _parse_element(text: str, pos: int, source: str) -> tuple[Element, int]:
     return element, pos
 
 
-def _matching(text: str, pos: int, open_: str, close: str, source: str) -> int:
+def find_matching(text: str, pos: int, open_: str, close: str) -> int:
+    """Index of the `close` that balances the `open_` at or after `pos` (quotes skipped),
+    or -1 when there is none."""
     depth, quote = 0, ""
     for i in range(pos, len(text)):
         ch = text[i]
@@ -120,7 +122,14 @@ def _matching(text: str, pos: int, open_: str, close: str, source: str) -> int:
             depth -= 1
             if depth == 0:
                 return i
-    raise PipelineSyntaxError(f"unbalanced '{open_}' in pass pipeline", pos + 1, source)
+    return -1
+
+
+def _matching(text: str, pos: int, open_: str, close: str, source: str) -> int:
+    end = find_matching(text, pos, open_, close)
+    if end < 0:
+        raise PipelineSyntaxError(f"unbalanced '{open_}' in pass pipeline", pos + 1, source)
+    return end
 
 
 def _skip_ws(text: str, pos: int) -> int:
