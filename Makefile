@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo check lit pytest lint fuzz conformance zoo bench-zoo e2e matrix docs clean
+.PHONY: demo check lit pytest lint fuzz conformance zoo bench-zoo e2e matrix combinations docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (accel needs Python 3.11-3.13: make PYTHON=python3.X)"; exit 1; }
@@ -39,7 +39,8 @@ conformance: $(STAMP)
 # runs a subset) and the other `long` tests.
 zoo: $(STAMP)
 	$(BIN)/python -m pytest -q -ra -m "long or not long" test/unit/test_zoo.py
-	$(BIN)/python -m pytest -q -ra -m long test/unit --ignore=test/unit/test_zoo.py
+	$(BIN)/python -m pytest -q -ra -m long test/unit --ignore=test/unit/test_zoo.py \
+	    --ignore=test/unit/test_combinations.py
 
 # The zoo benchmark at published sizes (accel vs eager, inductor, onnxruntime; 1 thread and
 # all cores): table on stdout, benchmarks/results/zoo.json. Needs the `bench` extra.
@@ -66,6 +67,11 @@ e2e: $(STAMP)
 # dependencies cannot be installed is SKIP, not a failure. MATRIX_PIP_ARGS: e.g. an --index-url.
 matrix: $(STAMP)
 	$(BIN)/python test/install/matrix.py
+
+# Every target x preset x entry point x AOT off/on x model (docs/matrix.md): runs and matches
+# eager or is refused in one documented line. `make check` runs a 10-cell sample of it.
+combinations: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -m "long or not long" test/unit/test_combinations.py
 
 # Every example of README.md and docs/ run as written (about 5 minutes on 2 cores; also part
 # of `make zoo`, as pytest's `long` tests); `make check` checks that each block is run or

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import importlib
 import math
 import re
 import typing
@@ -352,6 +353,11 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     if not cls.summary():
         raise TypeError(f"pass class {cls.__name__} needs a docstring (its summary)")
     _check_not_upstream(cls, name)
+    if not cls.__module__.startswith("accel.passes."):
+        # A plugin's name is checked against every built-in. Not for a built-in itself:
+        # imported on its own (a test importing its module) it would import the others
+        # while half-initialised, and one that imports it back (conv_kernels) would fail.
+        _load_builtins()
     old = _REGISTRY.get(name)
     if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
         raise ValueError(
@@ -376,9 +382,21 @@ def _check_not_upstream(cls: type[Pass], name: str) -> None:
             f"MLIR pass '{name}' ({upstream.summary}); choose another name")
 
 
+_BUILTINS_LOADED = False
+
+
+def _load_builtins() -> None:
+    """Register the built-in passes (`accel.passes.builtin`) once, imported by name: the
+    pass API depends on no pass, so a pass may use modules that run pipelines."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True  # first: the built-ins' own @register_pass calls come here
+        importlib.import_module("accel.passes.builtin")
+
+
 def registered_passes() -> dict[str, type[Pass]]:
-    """All accel and plugin passes by name. The built-in passes are registered by importing
-    `accel.passes`, which happens before this module is imported (it is the parent package)."""
+    """All accel and plugin passes by name (the built-ins registered on first use)."""
+    _load_builtins()
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -30,8 +30,8 @@ from accel.build.folder import (
     write_artifact,
     write_warnings_log,
 )
-from accel.build.settings import AOT_CPUS, AOT_DEFAULT_NAME, _read, resolve_settings
-from accel.cli import exit_with, version_text
+from accel.build.settings import _read, mlir_options, resolve_settings
+from accel.cli import add_option_flags, exit_with, option_flag_values, version_text
 from accel.diagnostics import AccelError
 from accel.options import folder_problem
 from accel.progress import Progress, collecting_warnings
@@ -59,13 +59,19 @@ MODEL is either
 -o0/-o1/-o3 pick the target's presets of those names (default: the target's default
 preset; cpu: LLVM optimisation levels 0, 1, 3); --preset NAME any preset. Every option of
 the options table has a flag below or is set with --option NAME=VALUE (true/false, none,
-numbers, else strings). accel-compile compiles with the compile cache off (cache=false) so
-that every phase runs and its IR is written; pass --option cache=true to allow cache hits.
+numbers, else strings); --num-iters N runs the compiled function (the library's with
+--aot) N times after compiling and prints the mean time. accel-compile compiles with the
+compile cache off (cache=false) so that every phase runs and its IR is written; pass
+--cache to allow cache hits.
 Settings given on the command line override those from --option-json. Errors print as
 `accel-compile: error: ...` or FILE:LINE:COL: error: ... and exit 1. Progress shows on a
 terminal for compiles over 2 s (-q: never; -v: each phase with its time).
 Documentation: docs/accel-compile.md, docs/architecture.md.
 """
+
+
+#: Options whose flag spelling accel-compile uses for its own argument (SambaFlow's).
+OWN_SPELLINGS = ("option_json", "output_folder")
 
 
 def epilog(debug: bool = False) -> str:
@@ -84,17 +90,16 @@ def epilog(debug: bool = False) -> str:
                 + (" default" if p == target.default_preset else "")
                 for p, values in presets.items())
             lines.append(f"    presets: {shown}")
-        own = [o for o in options.OPTIONS.values() if (o.scope == name or name in o.also)
-               and (debug or not o.experimental)]
-        for o in own:
-            spell = o.flag or f"--option {o.name}=..."
-            lines.append(f"    {spell}: {o.doc} (default {options._show(o.default)}; "
-                         f"{o.allowed()})")
-    unflagged = [o for o in options.OPTIONS.values()
-                 if not o.flag and o.scope in ("common", "call", "aot", "train")]
-    lines.append("options without a flag of their own (--option NAME=VALUE):")
-    lines += [f"  {o.name}: {o.doc} (default {options._show(o.default)}; {o.allowed()})"
-              for o in unflagged]
+        own = [o.flags[0] if o.name not in OWN_SPELLINGS else f"--option {o.name}=..."
+               for o in options.OPTIONS.values()
+               if (o.scope == name or name in o.also) and (debug or not o.experimental)]
+        if own:
+            lines.append(f"    options: {' '.join(own)} (below)")
+    lines.append("options without a flag here (--option NAME=VALUE): mncore's option_json "
+                 "(--option-json is accel-compile's own option.json); output_folder (the AOT "
+                 "files go into the artifact folder)")
+    lines.append("every option also takes its PolyBlocks/SambaFlow/MLSDK alias names "
+                 "(docs/python-api.md, \"Aliases\"); --option accepts NAME or name-with-hyphens")
     return "\n".join(lines)
 
 
@@ -105,11 +110,9 @@ class _Parser(argparse.ArgumentParser):
         raise AccelError(message)
 
 
-def build_parser(debug: bool = False) -> argparse.ArgumentParser:
+def build_parser(debug: bool = False, helping: bool = True) -> argparse.ArgumentParser:
     """The command-line parser; `debug` (--debug given): --help also lists the experimental
     options (SambaFlow's rule)."""
-    from accel.targets import names
-
     p = _Parser(prog=PROG, description=DESCRIPTION, epilog=epilog(debug), allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model.py or model.mlir")
@@ -125,16 +128,11 @@ def build_parser(debug: bool = False) -> argparse.ArgumentParser:
     p.add_argument("-b", "--batch-size", type=int, metavar="N",
                    help="pass batch_size=N to the model factory (.py models)")
     levels = p.add_mutually_exclusive_group()
-    for level in (0, 1, 3):
-        levels.add_argument(f"-o{level}", dest="preset", action="store_const", const=f"o{level}",
+    for level in (0, 1, 3):  # SambaFlow's spellings of the presets (the option `preset`)
+        levels.add_argument(f"-o{level}", dest="opt_preset", action="store_const",
+                            const=f"o{level}",
                             help=f"the target's preset o{level} (cpu: LLVM optimisation level "
                                  f"{level})" + (" (default)" if level == 3 else ""))
-    levels.add_argument("--preset", metavar="NAME",
-                        help="a named option set of the target (listed below)")
-    p.add_argument("--opt-level", type=int, choices=range(4), metavar="N",
-                   help="optimisation level 0-3 (overrides the preset's)")
-    p.add_argument("--target", choices=names(),
-                   help="target to compile for (default cpu; listed below)")
     p.add_argument("--entry", metavar="NAME",
                    help="model factory (.py: default get_training, with --inference "
                         "get_model) or function to call (.mlir)")
@@ -152,74 +150,22 @@ def build_parser(debug: bool = False) -> argparse.ArgumentParser:
                         "the experimental arguments (supported, subject to change)")
     p.add_argument("--log-dir", metavar="DIR",
                    help="also write the warnings of the compile to DIR/<pef-name>.warnings.log")
-    aot = p.add_argument_group("ahead-of-time library (docs/aot.md)")
-    aot.add_argument("--aot", action="store_true", default=None,
-                     help="also write a C library of the entry function into the output "
-                          "folder: lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt")
-    aot.add_argument("--aot-name", metavar="NAME",
-                     help=f"name of the C function and prefix of the library files (default "
-                          f"{AOT_DEFAULT_NAME})")
-    aot.add_argument("--target-cpu", metavar="CPU", choices=AOT_CPUS,
-                     help="CPU the library is compiled for: " + ", ".join(AOT_CPUS)
-                          + " (host is the default; the `device` option of the cpu target)")
-    aot.add_argument("--user-memory", action="store_true", default=None,
-                     help="the library takes a trailing scratch pool (and its size) and "
-                          "makes no heap allocation")
-    aot.add_argument("--num-iters", type=int, metavar="N",
-                     help="after compiling, run the function N times on the example inputs "
-                          "(the library's with --aot) and print the mean time")
-    add_table_flags(p, debug)
     p.add_argument("--version", action="version", version=version_text(PROG))
+    # Every option of the table that a model file or .mlir build takes: --target,
+    # --preset (with -o0/-o1/-o3), --opt-level, --aot, --aot-name, --num-iters (run the
+    # function N times after compiling, the library's with --aot), ...
+    add_option_flags(p, compile_options(), debug=debug, into={"preset": levels},
+                     helping=helping)
     return p
 
 
-#: Extra spellings of table flags (SambaFlow's short forms).
-FLAG_ALIASES = {"world_size": ("-ws",)}
-
-
-def add_table_flags(p: argparse.ArgumentParser, debug: bool = False) -> None:
-    """A flag for every option of the table that has a spelling and no hand-made flag
-    above, grouped by scope; values are parsed and validated by `accel.options`.
-    Experimental options are accepted always but shown in --help only with `debug`."""
+def compile_options() -> list[str]:
+    """The options accel-compile has flags for: .mlir input's, the call and training ones
+    (num_iters: run after compiling) and verify_numerics; not the torch.compile ones."""
     from accel.options import OPTIONS
 
-    taken = {s for action in p._actions for s in action.option_strings}
-    groups: dict[str, Any] = {}
-    for o in OPTIONS.values():
-        if not o.flag or o.flag in taken:
-            continue
-        scope = o.scope if o.scope in ("common", "call", "aot", "train") \
-            else f"target {o.scope}"
-        group = groups.get(scope) or groups.setdefault(
-            scope, p.add_argument_group(f"options ({scope})"))
-        dest = f"opt_{o.name}"
-        help_text = f"{o.doc} (default {o.default!r}; {o.allowed()})".replace("%", "%%")
-        if o.experimental:
-            help_text = ("[experimental] " + help_text) if debug else argparse.SUPPRESS
-        spellings = (o.flag, *FLAG_ALIASES.get(o.name, ()))
-        if o.types == (bool,):
-            group.add_argument(*spellings, dest=dest, action=argparse.BooleanOptionalAction,
-                               default=None, help=help_text)
-        elif list in o.types:  # SambaFlow's spelling: --resources-scaling-factors 1 0.8 0.8
-            group.add_argument(*spellings, dest=dest, metavar="VALUE", nargs="+",
-                               default=None, help=help_text)
-        else:
-            group.add_argument(*spellings, dest=dest, metavar=o.name.upper(), default=None,
-                               help=help_text)
-
-
-def table_flag_values(a: argparse.Namespace) -> dict[str, Any]:
-    """The options set through `add_table_flags`' flags."""
-    from accel.options import OPTIONS, parse_text
-
-    found = {}
-    for name, opt in OPTIONS.items():
-        value = getattr(a, f"opt_{name}", None)
-        if isinstance(value, list):  # nargs="+": the words as one value ("1 0.8 0.8")
-            value = " ".join(value)
-        if value is not None:
-            found[name] = value if isinstance(value, bool) else parse_text(opt, value)
-    return found
+    return [*mlir_options(), *(n for n, o in OPTIONS.items() if n not in mlir_options()
+                               and o.scope != "torch_compile")]
 
 
 def check_short_options(argv: list[str]) -> None:
@@ -253,14 +199,15 @@ def planned_phases(s: Any, path: Path) -> list[str]:
 def main(argv: list[str]) -> int:
     """Parse `argv`, compile MODEL, write the artifact folder; 0 on success."""
     check_short_options(argv)
-    a = build_parser(debug="--debug" in argv[:argv.index("--")] if "--" in argv
-                     else "--debug" in argv).parse_args(argv)
+    before = argv[:argv.index("--")] if "--" in argv else argv
+    a = build_parser(debug="--debug" in before,
+                     helping=bool({"-h", "--help"} & set(before))).parse_args(argv)
     path = Path(a.model)
     if path.suffix not in (".py", ".mlir"):
         raise AccelError(f"MODEL must be a .py or .mlir file, got '{path}'")
     _read(path)
-    s = resolve_settings(a, path, path.suffix == ".mlir", table_flag_values(a))
-    if path.suffix == ".py" and not s.inference and s.aot is not None:
+    s = resolve_settings(a, path, path.suffix == ".mlir", option_flag_values(a))
+    if path.suffix == ".py" and not s.inference and s.aot:
         raise AccelError("--aot builds a C library of an inference function: add --inference "
                          "(a train step is not a C library yet)")
     out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
@@ -290,11 +237,11 @@ def main(argv: list[str]) -> int:
     # Written beside `out` and moved in whole: Ctrl-C or an error leaves no half folder.
     with staged_folder(out) as stage:
         write_artifact(stage, s, build, argv, path)
-        library = write_aot_library(stage, s, build, out) if s.aot is not None else None
+        library = write_aot_library(stage, s, build, out) if s.aot else None
     if library is not None:
         library = _relocated(library, stage, out)
-    if a.num_iters is not None:
-        run_iterations(out, build, library, a.num_iters)
+    if s.num_iters is not None:
+        run_iterations(out, build, library, s.num_iters)
     if verbose:
         total = f"{build.seconds:.3f}s" + (", cache hit" if build.rec.cache_hit else "")
         print(f"[{PROG}] total {total}", file=sys.stderr)

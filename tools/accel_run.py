@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import numpy as np
-from accel.cli import exit_with, read_input, version_text
+from accel.cli import add_option_flags, exit_with, option_flag_values, read_input, version_text
 from accel.diagnostics import AccelError
 
 DESCRIPTION = """\
@@ -43,7 +43,7 @@ input and output values:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(helping: bool = True) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="accel-run", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -53,8 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="public function to call (default: main)")
     p.add_argument("--input", "-i", action="append", default=[], metavar="SPEC", dest="inputs",
                    help="one argument, in order: SHAPExDTYPE=VALUES, DTYPE=VALUE or FILE.npy")
-    p.add_argument("--opt-level", "-O", type=int, choices=range(4), default=3, metavar="N",
-                   help="LLVM optimisation level 0-3 (default: 3)")
     for flag, text in (
             ("--print-ir-after-lowering", "print the module in the LLVM dialect to stderr"),
             ("--print-llvm-ir", "print the LLVM IR handed to the JIT to stderr"),
@@ -62,7 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
             ("--version", "print versions and exit"),
             ("--debug", "show Python tracebacks for internal errors")):
         p.add_argument(flag, action="store_true", help=text)
+    # --opt-level/-O N, --preset, --disable-..., ...
+    add_option_flags(p, run_options(), helping=helping)
     return p
+
+
+def run_options() -> list[str]:
+    """The options accel-run has flags for: the cpu target's options for MLIR input (not
+    `target`, nor the AOT and call ones)."""
+    from accel.options import for_target
+
+    return [o.name for o in for_target("cpu") if o.scope in ("common", "cpu")
+            and o.name not in ("target", "device", "verify_numerics")]
 
 
 # -- values -----------------------------------------------------------------------------------
@@ -205,7 +214,7 @@ def format_result(value: Any, spec: Any) -> str:
 # -- main -------------------------------------------------------------------------------------
 def run_tool(argv: list[str]) -> int:
     """The tool's body: returns the exit code, raises `AccelError` for user errors."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(helping=bool({"-h", "--help"} & set(argv))).parse_args(argv)
     if args.version:
         print(version_text("accel-run"))
         return 0
@@ -214,7 +223,7 @@ def run_tool(argv: list[str]) -> int:
     from accel.targets.cpu.compile import compile_mlir
 
     filename = "<stdin>" if args.input_file == "-" else args.input_file
-    compiled = compile_mlir(source, {"opt_level": args.opt_level, "filename": filename})
+    compiled = compile_mlir(source, {**option_flag_values(args), "filename": filename})
     if args.print_ir_after_lowering:
         print(compiled.mlir_llvm, file=sys.stderr)
     if args.print_llvm_ir:

@@ -16,9 +16,28 @@ Public API (lazy, so `import accel` stays cheap for the CLIs):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on use
+    from accel import mlsdk as mlsdk
+    from accel import rdu as rdu
+    from accel.api import compile as compile  # noqa: A004 - the API's name
+    from accel.api import load as load
+    from accel.api import load_codegen_dir as load_codegen_dir
+    from accel.compiled_module import CompiledModule as CompiledModule
+    from accel.context import make_context as make_context
+    from accel.frontend import import_torch as import_torch
+    from accel.jit_function import jit as jit
+    from accel.runtime.symbols import DivisionByZeroError as DivisionByZeroError
+    from accel.runtime.symbols import RuntimeAssertionError as RuntimeAssertionError
+    from accel.targets.cpu.compile import compile_mlir as compile_mlir
+    from accel.targets.cpu.jit import CompiledMLIR as CompiledMLIR
+    from accel.targets.cpu.parallel import num_threads as get_num_threads  # noqa: F401
+    from accel.targets.cpu.parallel import set_num_threads as set_num_threads
+    from accel.training.compile import compile_train_step as compile_train_step
+    from accel.training.step import TrainStep as TrainStep
 
 #: Module -> the public names it provides, imported on first use.
 _PROVIDERS = {
@@ -53,6 +72,11 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'accel' has no attribute {name!r}")
     mod, attr = _LAZY[name]
     return getattr(importlib.import_module(mod), attr)
+
+
+def __dir__() -> list[str]:
+    """`dir(accel)`: the public API too, before its lazy imports have run."""
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
 __all__ = ["__version__", *_LAZY]

@@ -11,34 +11,36 @@ short-cuts the frontend and the target on a hit.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from accel.compiled_module import CompiledModule
 from accel.options import OPTIONS, VERIFY_ATOL, VERIFY_RTOL
 
+if TYPE_CHECKING:
+    from accel.settings import Settings
+
 __all__ = ["OPTIONS", "VERIFY_ATOL", "VERIFY_RTOL", "CompiledModule", "compile", "load",
            "load_codegen_dir", "resolve_options"]
 
 
-def resolve_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    """Defaults < the target's preset < `options`, validated (`accel.options.resolve`).
+def resolve_options(options: Mapping[str, Any] | None) -> Settings:
+    """Defaults < the target's preset < `options`, validated, once (`accel.settings.resolve`;
+    `Settings` are returned as they are).
 
     Raises `OptionError` (a `ValueError` and an `AccelError`) for an unknown key, a wrong
     type or an invalid value, and `NotImplementedError` for a value whose feature is not
     built yet.
     """
-    from accel import targets
-    from accel.options import resolve
+    from accel.settings import resolve
 
-    resolved = resolve(options)
-    targets.get(resolved["target"]).check(resolved)
-    return resolved
+    return resolve(options)
 
 
 def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the API's name
-            options: dict[str, Any] | None = None, dynamic_shapes: Any = None,
+            options: Mapping[str, Any] | None = None, dynamic_shapes: Any = None,
             example_kwargs: dict[str, Any] | None = None) -> CompiledModule:
     """Compile a `torch.nn.Module` (or a callable on tensors) for the inputs' shapes/dtypes.
 
@@ -73,7 +75,7 @@ def compile(model: Any, example_inputs: tuple[Any, ...], *,  # noqa: A001 - the 
 
 
 def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
-                        options: dict[str, Any] | None, phase: str,
+                        options: Mapping[str, Any] | None, phase: str,
                         outputs: tuple[str, ...]) -> CompiledModule:
     """`compile` for one phase graph of compiled training (accel.training.compile): the
     target also sees the phase's name and output names as the internal settings
@@ -81,12 +83,12 @@ def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
     its sections with them)."""
     opts = resolve_options(options)
     _refuse_train_options(opts)
-    opts.update(graph_phase=phase, graph_outputs=list(outputs))
+    opts = opts.replace(graph_phase=phase, graph_outputs=list(outputs))
     # Flat results: the training and torch.compile glue index them by position.
     return _guarded_compile(graph, tuple(example_inputs), opts, None, structured=False)
 
 
-def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
+def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: Settings,
                      dynamic_shapes: Any, *, structured: bool = True,
                      kwargs: dict[str, Any] | None = None) -> CompiledModule:
     from accel import interrupts
@@ -105,7 +107,7 @@ def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str
         raise MemoryError(f"compiling {model_name(model)} {out_of_memory(err)}") from None
 
 
-def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
+def _compile(model: Any, example_inputs: tuple[Any, ...], opts: Settings,
              dynamic_shapes: Any, structured: bool = True,
              kwargs: dict[str, Any] | None = None) -> CompiledModule:
     import torch
@@ -140,9 +142,9 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
     else:
         text = program.module.operation.get_asm(enable_debug_info=True)
         # out_onnx is written below from the torch model, not by the target from MLIR.
-        compiled = target.compile(text, {**opts, "filename": f"<{model_name(model)}>",
-                                         **({"out_onnx": None} if "out_onnx" in opts else {})},
-                                  weights=program.weights)
+        compiled = target.compile(text, opts.replace(
+            filename=f"<{model_name(model)}>",
+            **({"out_onnx": None} if "out_onnx" in opts else {})), weights=program.weights)
         if front is not None:
             front.store(program, text)
         result = CompiledModule(model, compiled, program.module, func_name, opts,
@@ -160,7 +162,7 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: dict[str, Any],
     return result
 
 
-def _refuse_train_options(opts: dict[str, Any]) -> None:
+def _refuse_train_options(opts: Mapping[str, Any]) -> None:
     """`accel.compile` compiles inference: a training option set there is a mistake."""
     from accel.options import OptionError
 
@@ -174,13 +176,14 @@ def load(folder: Any) -> Any:
     """Reload an artifact folder (`CompiledModule.save`, accel-compile) without compiling:
     a `CompiledModule`, or for a training build of accel-compile a `TrainStep`
     (`accel.training.artifact`)."""
+    from accel import targets
     from accel.artifact import load as load_folder
     from accel.training.artifact import is_train_folder, load_step
 
     if is_train_folder(folder):
         return load_step(folder)
 
-    found = load_folder(folder)
+    found = load_folder(folder, targets.get)
     outputs = inputs = None
     if found.output_structure is not None:
         from accel.frontend.outputs import OutputStructure

@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,28 +96,27 @@ def _move_into(stage: Path, out: Path) -> None:
         os.replace(item, target)
 
 
-def save_executable(folder: str | os.PathLike[str], executable: Any, *, entry: str,
-                    options: Mapping[str, Any], model_mlir: str | None = None,
+def save_executable(folder: str | os.PathLike[str], executable: Any, *, target: Any,
+                    entry: str, options: Mapping[str, Any], model_mlir: str | None = None,
                     outputs: Any = None, inputs: Any = None, staged: bool = True) -> Path:
-    """Write a target's executable (e.g. a `compile_mlir` result) as an artifact folder
-    callable through `entry`; returns its Path. `outputs`/`inputs`: the model's output and
-    input structures (`accel.frontend.outputs`/`.inputs`), kept when they can be written
-    as text. `staged`: written beside the folder first and moved in whole
-    (`staged_folder`); False when `folder` already is such a stage."""
-    from accel import targets
-
+    """Write `target`'s executable (e.g. a `compile_mlir` result) as an artifact folder
+    callable through `entry`; returns its Path. `target`: the `accel.targets.base.Target`
+    that compiled it (the caller looks it up: this format layer imports no target).
+    `outputs`/`inputs`: the model's output and input structures (`accel.frontend.outputs`/
+    `.inputs`), kept when they can be written as text. `staged`: written beside the folder
+    first and moved in whole (`staged_folder`); False when `folder` already is such a
+    stage."""
     if entry not in executable.functions:
         raise AccelError(f"no public function @{entry} to save; available: "
                          f"{', '.join('@' + n for n in executable.functions) or 'none'}")
     out = folder_path(folder, "save: folder")
     if staged:
         with staged_folder(out) as stage:
-            save_executable(stage, executable, entry=entry, options=options,
+            save_executable(stage, executable, target=target, entry=entry, options=options,
                             model_mlir=model_mlir, outputs=outputs, inputs=inputs,
                             staged=False)
         return out
     options = dict(options)
-    target = targets.get(options.get("target", "cpu"))
     sig = executable.functions[entry]
     manifest: dict[str, Any] = {
         "format": FORMAT_VERSION,
@@ -157,13 +156,12 @@ class Loaded:
     input_structure: Any = None
 
 
-def load(folder: str | os.PathLike[str]) -> Loaded:
-    """Reload an artifact folder without compiling MLIR.
+def load(folder: str | os.PathLike[str], get_target: Callable[[str], Any]) -> Loaded:
+    """Reload an artifact folder without compiling MLIR; `get_target(name)` gives the
+    manifest's target (`accel.targets.get`: this format layer imports no target).
 
     Raises `AccelError` when the folder is missing, from another format, or damaged.
     """
-    from accel import targets
-
     root = folder_path(folder, "accel.load: folder")
     manifest = read_manifest(root)
     try:
@@ -172,7 +170,7 @@ def load(folder: str | os.PathLike[str]) -> Loaded:
         if entry not in signatures:
             raise ValueError(f"entry @{entry} has no signature")
         options = dict(manifest.get("options", {}))
-        target = targets.get(manifest.get("target", "cpu"))
+        target = get_target(manifest.get("target", "cpu"))
     except (KeyError, TypeError, ValueError) as err:
         raise AccelError(f"artifact '{root}': malformed {MANIFEST} ({err})") from None
     options = _checked_options(root, options)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from accel.diagnostics import AccelError, out_of_memory, too_deep
 
@@ -97,3 +98,82 @@ def read_input(path: str) -> str:
         raise AccelError("could not open input file: no such file", file=path) from None
     except (OSError, UnicodeDecodeError) as err:
         raise AccelError(f"could not read input file: {err}", file=path) from None
+
+
+# -- options table flags (accel-compile, accel-run) ---------------------------------------
+def add_option_flags(p: Any, names: Iterable[str], *, debug: bool = False,
+                     into: Mapping[str, Any] | None = None, helping: bool = True) -> None:
+    """A flag for each option in `names`, generated from the options table
+    (`accel.options`): `Option.flags` spells it, its doc and allowed values are the help,
+    grouped by scope; the table parses (`parse_text`) and validates each value later.
+    Spellings the tool already uses are skipped; `into` places an option's flag in a given
+    group (e.g. a mutually exclusive one). Experimental options are shown only with
+    `debug` (SambaFlow's rule), accepted always. `helping` False (no --help asked for):
+    the defaults under each target's preset are not worked out (that resolves options)."""
+    import argparse
+
+    from accel.options import OPTIONS, _show, shown_default
+
+    taken = {s for action in p._actions for s in action.option_strings}
+    groups: dict[str, Any] = {}
+    for name in names:
+        o = OPTIONS[name]
+        spellings = [s for s in o.flags if s not in taken]
+        if not spellings:
+            continue
+        scope = o.scope if o.scope in ("common", "call", "aot", "train") \
+            else f"target {o.scope}"
+        group = (into or {}).get(name) or groups.get(scope) or groups.setdefault(
+            scope, p.add_argument_group(f"options ({scope})"))
+        shown = shown_default(o) if helping else _show(o.default)
+        help_text = f"{o.doc} (default {shown}; {o.allowed()})".replace("%", "%%")
+        if o.experimental:
+            help_text = ("[experimental] " + help_text) if debug else argparse.SUPPRESS
+        dest = f"opt_{name}"
+        # The option's own spelling in --help; the aliases' are accepted and listed once.
+        first, rest = spellings[:1], spellings[1:]
+        if rest and help_text is not argparse.SUPPRESS:
+            help_text += f" [also {', '.join(rest)}]"
+        for flags, text in ((first, help_text), (rest, argparse.SUPPRESS)):
+            if not flags:
+                continue
+            if o.types == (bool,):
+                group.add_argument(*flags, dest=dest, action=argparse.BooleanOptionalAction,
+                                   default=None, help=text)
+            elif list in o.types:  # SambaFlow's spelling: --resources-scaling-factors 1 0.8
+                group.add_argument(*flags, dest=dest, metavar="VALUE", nargs="+",
+                                   default=None, help=text)
+            else:
+                metavar = "N" if int in o.types else "X" if float in o.types else name.upper()
+                group.add_argument(*flags, dest=dest, metavar=metavar, default=None,
+                                   help=text)
+        taken.update(spellings)
+
+
+def option_flag_values(a: Any) -> dict[str, Any]:
+    """The options given through `add_option_flags`' flags, parsed by the table."""
+    from accel.options import OPTIONS, parse_text
+
+    found = {}
+    for name, opt in OPTIONS.items():
+        value = getattr(a, f"opt_{name}", None)
+        if isinstance(value, list):  # nargs="+": the words as one value ("1 0.8 0.8")
+            value = " ".join(value)
+        if value is not None:
+            found[name] = value if isinstance(value, bool) else parse_text(opt, value)
+    return found
+
+
+def parse_option_items(items: Iterable[str]) -> dict[str, Any]:
+    """`--option KEY=VALUE` items as an options dict: names as given (`accel.options.resolve`
+    renames aliases and refuses unknown ones), values parsed by the option's types."""
+    from accel.options import OPTIONS, canonical, parse_text
+
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AccelError(f"--option expects KEY=VALUE, got '{item}'")
+        name = canonical(key.strip(), hyphens=True)
+        options[name or key.strip()] = parse_text(OPTIONS[name] if name else None, value)
+    return options

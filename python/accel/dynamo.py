@@ -151,10 +151,16 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
     del mode
     accel_options, torch_options = split_torch_compile(options)
     opts = resolve_options(accel_options)
+    if opts["aot"]:  # one library per dynamo graph would overwrite each other's files
+        from accel.diagnostics import NotSupportedYet
+
+        raise NotSupportedYet("option 'aot' is not supported by torch.compile(backend="
+                              "\"accel\"), whose graphs are not one function (use "
+                              "accel.compile)")
     name = f"graph_{_next_index(options)}"
     selected = _selector(torch_options)
     if _needs_grad(gm, example_inputs):
-        return compile_training(gm, example_inputs, name=name, options=accel_options,
+        return compile_training(gm, example_inputs, name=name, options=opts,
                                 strict=opts["strict_target"], selected=selected,
                                 report=_report)
     if not selected(name):
@@ -178,10 +184,10 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
         with torch._guards.tracing(None):
             if symbolic is None:
                 compiled = accel_compile(gm, tuple(concrete(x) for x in example_inputs),
-                                         options=accel_options)
+                                         options=opts)
             else:
                 compiled = accel_compile(symbolic.call, symbolic.tensors,
-                                         options=accel_options,
+                                         options=opts,
                                          dynamic_shapes=symbolic.dynamic_shapes)
         if symbolic is not None:
             fixed = still_dynamic(compiled, symbolic)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from accel.api import compile as accel_compile
 from accel.api import resolve_options
+from accel.settings import Settings
 
 #: One positional tensor argument's part of a signature: (shape, dtype, device), as strings
 #: for dtype and device so that keys print readably.
@@ -41,16 +42,20 @@ class JitFunction:
     """A module or function compiled lazily, once per input signature (see module doc).
 
     Attributes: `fn` (the wrapped module/function), `compile_options` (as given, validated),
+    `settings` (them resolved, once: every compile reuses them),
     `compiled` (signature -> `accel.api.CompiledModule`).
     """
 
-    def __init__(self, fn: Any, compile_options: dict[str, Any] | None = None):
+    def __init__(self, fn: Any, compile_options: Mapping[str, Any] | None = None):
         if not callable(fn):
             raise TypeError(f"accel.jit needs an nn.Module or a function, got "
                             f"{type(fn).__name__}")
-        resolve_options(compile_options)  # ValueError/NotImplementedError now, not at call
+        # ValueError/NotImplementedError now, not at call; resolved once for every compile.
+        self.settings = resolve_options(compile_options)
         self.fn = fn
-        self.compile_options: dict[str, Any] = dict(compile_options or {})
+        given = compile_options.given if isinstance(compile_options, Settings) else None
+        self.compile_options: dict[str, Any] = {
+            k: v for k, v in (compile_options or {}).items() if given is None or k in given}
         self.compiled: dict[Signature, Any] = {}
         self._stats = {"compiles": 0, "hits": 0, "eager_calls": 0}
         self._warned_eager = False
@@ -110,7 +115,7 @@ class JitFunction:
             return self.fn(*args)
         compiled = self.compiled.get(key)
         if compiled is None:
-            compiled = accel_compile(self.fn, args, options=self.compile_options)
+            compiled = accel_compile(self.fn, args, options=self.settings)
             self.compiled[key] = compiled
             self._stats["compiles"] += 1
         else:
@@ -127,6 +132,6 @@ def jit(fn: Any = None, *, compile_options: dict[str, Any] | None = None
     validated here: `ValueError`/`NotImplementedError` as from `accel.compile`.
     """
     if fn is None:
-        resolve_options(compile_options)
-        return functools.partial(JitFunction, compile_options=compile_options)
+        settings = resolve_options(compile_options)  # errors at decoration, resolved once
+        return functools.partial(JitFunction, compile_options=settings)
     return JitFunction(fn, compile_options)

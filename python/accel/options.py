@@ -57,7 +57,8 @@ class Option:
     doc: str
     scope: str = "common"
     affects_code: bool = False
-    #: Command-line spelling in accel-compile ("" = only as `--option name=value`).
+    #: Command-line spelling in accel-compile and accel-run ("": `--name-with-hyphens`, as
+    #: PolyBlocks spells options on a command line).
     flag: str = ""
     choices: tuple[Any, ...] | str | None = None
     minimum: float | None = None
@@ -70,6 +71,16 @@ class Option:
     #: Experimental: supported but subject to change; accel-compile's --help lists it only
     #: with --debug (SambaFlow's rule for experimental arguments).
     experimental: bool = False
+    #: Other spellings people already use (docs/python-api.md, "Aliases"): a name (PolyBlocks',
+    #: SambaFlow's, MLSDK's) is accepted wherever options are given and as `--name-with-
+    #: hyphens`; one starting with "-" is a command-line spelling only (SambaFlow's -ws).
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The command-line spellings: `flag` (or `--name-with-hyphens`), then the aliases'."""
+        return (self.flag or _dashed(self.name),
+                *(a if a.startswith("-") else _dashed(a) for a in self.aliases))
 
     def allowed(self) -> str:
         """The valid values, as text for errors and --help."""
@@ -89,6 +100,10 @@ class Option:
         if self.maximum is not None:
             return f"{none}{noun} <= {_show(self.maximum)}"
         return none + noun
+
+
+def _dashed(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -182,10 +197,12 @@ _TABLE: tuple[Option, ...] = (
            "o3); None: the target's default preset.", flag="--preset"),
     Option("opt_level", (int,), 3, "Optimisation level, 0-3 (the cpu presets o0/o1/o3 set "
            "it; 0 also turns fusion off).", affects_code=True, flag="--opt-level",
-           minimum=0, maximum=3),
+           minimum=0, maximum=3,
+           aliases=("-O",)),
     Option("device", (str,), "host", "The device compiled for: cpu host, x86-64 (generic), "
            "x86-64-v2..v4 (cross-compiling AOT libraries).", flag="--device",
-           choices=FROM_TARGET),
+           choices=FROM_TARGET,
+           aliases=("--target-cpu",)),
     Option("strict_target", (bool,), False, "Fail instead of falling back to the host for "
            "ops the target cannot run (the cpu target runs every op it compiles)."),
     Option("mm_conv_precision_mode", (str,), "default", "Precision of the multiplies and "
@@ -208,11 +225,13 @@ _TABLE: tuple[Option, ...] = (
            "of dynamo's graphs, as indices in capture order from 0 or names (graph_N, "
            "graph_N_forward, graph_N_backward); the others run eagerly; None: all "
            "(PolyBlocks' torch_polyblocks_select_graphs).", scope="torch_compile",
-           check=_graph_list),
+           check=_graph_list,
+           aliases=("torch_polyblocks_select_graphs",)),
     Option("filter_graphs", (list, tuple, _NONE), None, "torch.compile: run these of "
            "dynamo's graphs eagerly (indices or names, as select_graphs) and compile the "
            "rest (PolyBlocks' torch_polyblocks_filter_graphs).", scope="torch_compile",
-           check=_graph_list),
+           check=_graph_list,
+           aliases=("torch_polyblocks_filter_graphs",)),
     # -- call ---------------------------------------------------------------------------------
     Option("num_threads", (int, _NONE), None, "Threads for the parallel loops of compiled "
            "code, set before each call; None: the process setting (accel.set_num_threads, "
@@ -222,7 +241,8 @@ _TABLE: tuple[Option, ...] = (
            scope="call", flag="--num-iters", minimum=1),
     # -- aot ----------------------------------------------------------------------------------
     Option("aot", (bool,), False, "Also build a C library (lib<aot_name>.so, <aot_name>.o, "
-           "<aot_name>.h) into output_folder (docs/aot.md).", scope="aot", flag="--aot"),
+           "<aot_name>.h) into output_folder (docs/aot.md).", scope="aot", flag="--aot",
+           aliases=("polyblocks_gen_library",)),
     Option("aot_name", (str,), "accel_artifact", "Name of the AOT library and its C "
            "function.", scope="aot", flag="--aot-name", check=c_identifier_problem),
     Option("output_folder", (str, _NONE), None, "Folder for the AOT files (None: the "
@@ -246,19 +266,28 @@ _TABLE: tuple[Option, ...] = (
     Option("world_size", (int, _NONE), None, "Training with data_parallel: the minimum "
            "number of replicas (SambaFlow -ws: compile with 2; the number launched is "
            "decided at run time and may be larger; fewer is an error).", scope="train",
-           flag="--world-size", minimum=1),
+           flag="--world-size", minimum=1,
+           aliases=("-ws",)),
     # -- cpu ----------------------------------------------------------------------------------
     Option("disable_affine_fusion", (bool,), False, "Do not fuse loop nests "
-           "(accel-affine-fusion; docs/fusion.md).", scope="cpu", affects_code=True),
+           "(accel-affine-fusion; docs/fusion.md).", scope="cpu", affects_code=True,
+           aliases=("polyblocks_disable_affine_fusion",)),
     Option("disable_reduce_reduce_fusion", (bool,), False, "Do not fuse reduction chains "
            "(cpu: accel-reduce-reduce-fusion, nvgpu: accel-nvgpu-flash-attention: attention "
-           "without the score matrix).", scope="cpu", affects_code=True, also=("nvgpu",)),
+           "without the score matrix).", scope="cpu", affects_code=True, also=("nvgpu",),
+           aliases=("polyblocks_disable_reduce_reduce_fusion",)),
+    Option("split_functions", (bool, _NONE), None, "Compile functions of 500+ ops as parts "
+           "that LLVM optimises one by one, equal parts (repeated layers) once "
+           "(accel-split-functions, accel-dedupe-functions; docs/compile-time.md). None: on "
+           "unless $ACCEL_SPLIT_FUNCTIONS=0.", scope="cpu", affects_code=True),
     Option("disable_fast_math", (bool,), False, "Keep strict IEEE semantics: no fast-math "
            "flags (the unsafe-math pass then does not reassociate reductions).", scope="cpu",
-           affects_code=True),
+           affects_code=True,
+           aliases=("mlir_disable_fast_math",)),
     Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
            "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "
-           "reductions).", scope="cpu", affects_code=True),
+           "reductions).", scope="cpu", affects_code=True,
+           aliases=("polyblocks_disable_unsafe_math_canonicalizations",)),
     # -- rdu ----------------------------------------------------------------------------------
     Option("sectioning", (str,), "o3", "RDU: how the graph is cut into sections: o0 (one "
            "PyTorch operator per section), o1 (fusion rule list), o3 (as few sections as fit "
@@ -349,7 +378,8 @@ _TABLE: tuple[Option, ...] = (
     Option("disable_tensor_core", (bool,), False, "nvgpu: no tensor-core (WMMA) kernels: "
            "every matmul, convolution and attention runs on the scalar FMA units (PolyBlocks' "
            "polyblocks_gpu_no_tensor_core).", scope="nvgpu", affects_code=True,
-           flag="--disable-tensor-core"),
+           flag="--disable-tensor-core",
+           aliases=("polyblocks_gpu_no_tensor_core",)),
     Option("verify_ptx", (bool,), False, "nvgpu: check every kernel's PTX with ptxas "
            "(from the nvidia-cuda-nvcc wheel or a CUDA toolkit) at compile time.",
            scope="nvgpu", flag="--verify-ptx"),
@@ -366,11 +396,49 @@ _TABLE: tuple[Option, ...] = (
 )
 
 OPTIONS: MappingProxyType[str, Option] = MappingProxyType({o.name: o for o in _TABLE})
+#: Alias name -> the option's name (the `aliases` column; command-line-only ones left out).
+ALIASES: MappingProxyType[str, str] = MappingProxyType(
+    {a: o.name for o in _TABLE for a in o.aliases if not a.startswith("-")})
 #: Options that change generated code: the compile cache key covers them.
 CODE_OPTIONS: tuple[str, ...] = tuple(o.name for o in _TABLE if o.affects_code)
 #: Settings accel itself adds for a target, not options a user gives: which phase graph of
 #: compiled training this is and its outputs' names (accel.api.compile_phase_graph).
 INTERNAL_SETTINGS: tuple[str, ...] = ("graph_phase", "graph_outputs")
+
+
+def canonical(key: Any, *, hyphens: bool = False) -> str | None:
+    """The option `key` names (its name or an alias; with `hyphens`, as a command line
+    spells them: `opt-level`), or None."""
+    if not isinstance(key, str):
+        return None
+    name = key.replace("-", "_") if hyphens else key
+    return name if name in OPTIONS else ALIASES.get(name)
+
+
+def unknown_option(key: Any) -> str:
+    """One short line for an unknown option name, with the closest valid one."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key).replace("-", "_"), [*OPTIONS, *ALIASES], n=1,
+                                      cutoff=0.6) if isinstance(key, str) else []
+    hint = f" (did you mean '{close[0]}'?)" if close else \
+        " (the options: docs/python-api.md, accel-compile --help)"
+    return f"unknown option {_short(key, 40)}{hint}"
+
+
+def named(options: Mapping[Any, Any]) -> dict[str, Any]:
+    """`options` keyed by the options' names: aliases renamed, unknown names refused."""
+    found: dict[str, Any] = {}
+    spelled: dict[str, Any] = {}
+    for key, value in options.items():
+        name = canonical(key)
+        if name is None:
+            raise OptionError(unknown_option(key))
+        if name in found:
+            raise OptionError(f"option '{name}' is given twice (as {spelled[name]!r} and "
+                              f"{key!r})")
+        found[name], spelled[name] = value, key
+    return found
 
 
 def defaults() -> dict[str, Any]:
@@ -430,10 +498,8 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
 
     if options is not None and not isinstance(options, Mapping):
         raise OptionTypeError(f"options must be a dict, got {type(options).__name__}")
-    given = dict(options or {})
+    given = named(options or {})
     for key in given:
-        if not isinstance(key, str) or key not in OPTIONS:
-            raise OptionError(f"unknown option {_short(key)}; valid options: {', '.join(OPTIONS)}")
         if OPTIONS[key].scope == "torch_compile":
             raise OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
                               "only")
@@ -454,6 +520,7 @@ def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | Non
     merged = {k: o.default for k, o in applicable.items()}
     if preset_name is not None:
         merged.update(presets[preset_name])
+    merged.update(target.file_options({**merged, **given}))
     merged.update(given)
     merged["target"], merged["preset"] = name, preset_name
     choices = {"target": targets.names(), "device": target.devices()}
@@ -469,6 +536,7 @@ def split_torch_compile(options: Any) -> tuple[Any, dict[str, Any]]:
     tc = {o.name: o.default for o in _TABLE if o.scope == "torch_compile"}
     if not isinstance(options, Mapping):
         return options, tc
+    options = named(options)
     rest = {k: v for k, v in options.items() if k not in tc}
     for key in tc:
         if key in options:
@@ -481,26 +549,47 @@ def code_options(resolved: Mapping[str, Any]) -> dict[str, Any]:
     return {k: resolved[k] for k in CODE_OPTIONS if k in resolved}
 
 
-def parse_text(option: Option, text: str) -> Any:
-    """A command-line value for `option`: true/false, none, ints, floats, else the string."""
+def parse_text(option: Option | None, text: str) -> Any:
+    """An option's value written as text (a command line, `--option`, MLSDK's args): true/
+    false, none, ints, floats as the option's types allow, else the string. `option` None
+    (a name not in the table): any of those."""
+    types = option.types if option is not None else (bool, _NONE, int, float)
     low = text.strip().lower()
-    if bool in option.types and low in ("true", "false", "1", "0", "yes", "no"):
+    bools = ("true", "false", "1", "0", "yes", "no") if option is not None else ("true", "false")
+    if bool in types and low in bools:
         return low in ("true", "1", "yes")
-    if _NONE in option.types and low in ("none", "null"):
+    if _NONE in types and low in ("none", "null"):
         return None
-    if int in option.types and re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+    if int in types and re.fullmatch(r"[+-]?[0-9]+", text.strip()):
         return int(text)
-    if float in option.types and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)"
-                                              r"([eE][+-]?[0-9]+)?", text.strip()):
+    if float in types and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)"
+                                       r"([eE][+-]?[0-9]+)?", text.strip()):
         return float(text)
     return text
+
+
+def shown_default(option: Option) -> str:
+    """`option`'s default as --help names it: for a target's own option, the value under
+    that target's default preset where the preset sets it (mncore's O1 picks its scheduler
+    through option_json), e.g. "auto_recompute_sa (preset O1)"."""
+    from accel import targets
+
+    if option.scope in targets.names():
+        try:
+            resolved = resolve({"target": option.scope})
+        except AccelError:  # a target whose presets cannot resolve here: the table's
+            resolved = {}
+        value = resolved.get(option.name, option.default)
+        if value != option.default:
+            return f"{_show(value)} (preset {resolved['preset']})"
+    return _show(option.default)
 
 
 def help_table(target: str) -> str:
     """The options of `target` as text for --help and docs: name, default, allowed, doc."""
     lines = []
     for o in for_target(target):
-        spell = o.flag or f"--option {o.name}=..."
-        lines.append(f"  {o.name} ({spell}; default {_show(o.default)}; {o.allowed()})")
+        spell = ", ".join(o.flags)
+        lines.append(f"  {o.name} ({spell}; default {shown_default(o)}; {o.allowed()})")
         lines.append(f"      {o.doc}")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,7 +150,8 @@ def test_mlir_file(tmp_path: Path, run_tool) -> None:
         "batch_size": None, "inference": False,
         "options": {"target": "cpu", "preset": "o3", "opt_level": 2, "device": "host",
                     "strict_target": False, "mm_conv_precision_mode": "default",
-                    "float_dtype": None, "cache": False,
+                    "float_dtype": None, "cache": False, "aot": False,
+                        "aot_name": "accel_artifact", "user_memory": False,
                     "disable_affine_fusion": False, "disable_reduce_reduce_fusion": False,
                     "disable_unsafe_math_canonicalizations": False, "disable_fast_math": False}}
     rc, err = run_tool("add.mlir", "--target", "cpu")
@@ -385,7 +387,7 @@ def test_help_and_version(tmp_path: Path) -> None:
      "option 'verify_numerics' does not apply to .mlir input"),
     (("add.mlir", "--output-folder", "x", "--option", "oops"), "--option expects KEY=VALUE"),
     (("add.mlir", "--output-folder", "x", "--opt-level", "7"),
-     "argument --opt-level: invalid choice"),
+     "option 'opt_level' must be an int from 0 to 3, got 7"),
     (("add.mlir", "-o", "x"), "-o DIR is not an option: use --output-folder DIR"),
     (("add.mlir", "--output-folder", "x", "-o2"), "no optimisation level -o2"),
     (("add.mlir", "--output-folder", "x", "-o0", "-o1"),
@@ -395,7 +397,8 @@ def test_help_and_version(tmp_path: Path) -> None:
      "option 'sectioning' must be one of o0, o1, o3, got 'o2'"),
     (("model.py", "--output-folder", "x", "--target", "mncore", "--option",
       "scheduler=fastest"), "option 'scheduler' must be one of always_from_dram"),
-    (("model.py", "--output-folder", "x", "--target", "gpu"), "argument --target: invalid choice"),
+    (("model.py", "--output-folder", "x", "--target", "gpu"),
+     "option 'target' must be one of cpu, mncore, nvgpu, rdu, got 'gpu'"),
     (("model.py", "--inference", "--output-folder", "x", "-b", "4"),
      "-b/--batch-size needs get_model() to take a batch_size keyword argument"),
     (("model.py", "--output-folder", "x"),
@@ -465,22 +468,23 @@ def test_aot_library(tmp_path: Path, run_tool) -> None:
     for name in ("libtiny.so", "tiny.o", "tiny.h", "README.txt", "manifest.json"):
         assert (out / name).is_file(), name
     assert "accel-compile: ran @main (libtiny.so) 2 times: mean " in err
-    assert option_json(out)["aot"] == {"name": "tiny", "target_cpu": "generic",
-                                       "user_memory": False}
-    assert "aot: libtiny.so tiny.o tiny.h README.txt (target cpu generic)" in \
+    options = option_json(out)["options"]
+    assert (options["aot"], options["aot_name"], options["device"], options["user_memory"]) \
+        == (True, "tiny", "generic", False)
+    assert "aot: README.txt libtiny.so tiny.h tiny.o (target cpu generic)" in \
         (out / "compile.log").read_text()
     # --option-json rebuilds the library too; flags still override its settings.
     rc, err = run_tool("model.py", "--option-json", "a/option.json", "--output-folder", "b",
                        "--user-memory")
     assert rc == 0, err
-    assert option_json(tmp_path / "b")["aot"]["user_memory"] is True
+    assert option_json(tmp_path / "b")["options"]["user_memory"] is True
     assert "size_t tiny_scratch_bytes(void);" in (tmp_path / "b" / "tiny.h").read_text()
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--aot-name", "x"), "--aot-name applies to AOT libraries: add --aot"),
-    (("--aot", "--aot-name", "1x"), "--aot-name must be a C identifier, got '1x'"),
-    (("--aot", "--target-cpu", "i386"), "argument --target-cpu: invalid choice: 'i386'"),
+    (("--aot", "--aot-name", "1x"), "option 'aot_name' must be a C identifier"),
+    (("--aot", "--target-cpu", "i386"), "option 'device' must be one of host, generic, "),
 ])
 def test_aot_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: str) -> None:
     rc, err = run_tool("add.mlir", "--output-folder", "x", *args)
@@ -490,8 +494,117 @@ def test_aot_errors(tmp_path: Path, run_tool, args: tuple[str, ...], message: st
 
 
 def test_target_cpu_choices_are_the_aot_targets() -> None:
-    """--target-cpu offers exactly what accel.aot builds for (and the API's `device`)."""
+    """--target-cpu (the `device` option) offers exactly what accel.aot builds for."""
+    from accel import targets
     from accel.targets.cpu.aot import TARGET_CPUS
-    from accel.tools.accel_compile import AOT_CPUS
 
-    assert sorted(AOT_CPUS) == sorted(TARGET_CPUS) and AOT_CPUS[0] == "host"
+    devices = targets.get("cpu").devices()
+    assert sorted(devices) == sorted(TARGET_CPUS) and devices[0] == "host"
+
+
+# -- flags from the options table, AOT through Target.build_aot ------------------------------
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="gcc absent")
+def test_aot_library_nvgpu_is_the_apis(tmp_path: Path, run_tool) -> None:
+    """`--aot --target nvgpu` builds the GPU library through `Target.build_aot`, the same
+    files as accel.compile(aot=True) (cross-compiled for sm_80: no GPU needed)."""
+    torch = pytest.importorskip("torch")
+    import accel
+
+    rc, err = run_tool("model.py", "--inference", "--target", "nvgpu", "--device", "sm_80",
+                       "--aot", "--aot-name", "tiny", "--output-folder", "g")
+    assert rc == 0, err
+    out = tmp_path / "g"
+    for name in ("libtiny.so", "tiny.o", "tiny.h", "tiny.c"):
+        assert (out / name).is_file(), name
+    assert "aot: libtiny.so tiny.c tiny.h tiny.o (target nvgpu sm_80)" in \
+        (out / "compile.log").read_text()
+    namespace: dict = {}
+    exec(compile(MODEL_PY, "model.py", "exec"), namespace)  # noqa: S102
+    model, inputs = namespace["get_model"]()
+    with torch.no_grad():
+        accel.compile(model, inputs, options={
+            "target": "nvgpu", "device": "sm_80", "aot": True, "aot_name": "tiny",
+            "output_folder": str(tmp_path / "api"), "cache": False})
+    assert (tmp_path / "api" / "tiny.h").read_text() == (out / "tiny.h").read_text()
+
+
+@pytest.mark.parametrize("target", ["rdu", "mncore"])
+def test_aot_refused_in_one_line(tmp_path: Path, run_tool, target: str) -> None:
+    """A target without AOT libraries says so in one line, before compiling; accel.compile
+    raises the same."""
+    torch = pytest.importorskip("torch")
+    import accel
+    from accel.diagnostics import NotSupportedYet
+
+    message = f"target '{target}' has no AOT libraries yet (option 'aot'; targets with " \
+              "them: cpu, nvgpu)"
+    rc, err = run_tool("model.py", "--inference", "--target", target, "--aot",
+                       "--output-folder", "x")
+    assert one_error_line(subprocess.CompletedProcess([], rc, "", err)) == \
+        f"accel-compile: error: {message}"
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(NotSupportedYet, match=re.escape(message)):
+        accel.compile(torch.nn.Linear(2, 2), (torch.ones(1, 2),),
+                      options={"target": target, "aot": True})
+
+
+def test_option_values_parse_by_type(tmp_path: Path, run_tool) -> None:
+    """One text parser for every option value: `--option sram_budget=0.5` is a number, as
+    is the generated flag's value; aliases (PolyBlocks' names, with hyphens too) are
+    accepted as --option names and as flags, recorded under the table's names."""
+    rc, err = run_tool("add.mlir", "--target", "mncore", "--option", "sram_budget=0.5",
+                       "--output-folder", "m")
+    assert rc == 0, err
+    assert option_json(tmp_path / "m")["options"]["sram_budget"] == 0.5
+    rc, err = run_tool("add.mlir", "--target", "mncore", "--sram-budget", "0.25",
+                       "--output-folder", "m2")
+    assert rc == 0, err
+    assert option_json(tmp_path / "m2")["options"]["sram_budget"] == 0.25
+    rc, err = run_tool("add.mlir", "-o1", "--option", "polyblocks-disable-affine-fusion=true",
+                       "--mlir-disable-fast-math", "--entry", "neg", "--output-folder", "p")
+    assert rc == 0, err
+    options = option_json(tmp_path / "p")["options"]
+    assert options["disable_affine_fusion"] is True and options["disable_fast_math"] is True
+    assert "polyblocks_disable_affine_fusion" not in options
+    x = np.arange(4, dtype=np.float32)
+    import accel
+
+    np.testing.assert_array_equal(accel.load(tmp_path / "p")(x), -x)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--option", "opt_levl=1"), "unknown option 'opt_levl' (did you mean 'opt_level'?)"),
+    (("--option", "polyblocks_disable_afine_fusion=1"),
+     "unknown option 'polyblocks_disable_afine_fusion' (did you mean "
+     "'polyblocks_disable_affine_fusion'?)"),
+    (("--option", "mlir_disable_fast_math=1", "--disable-fast-math"), None),
+    (("--target", "mncore", "--option", "sram_budget=lots"),
+     "option 'sram_budget' must be a number from 0.0 to 1.0, got str 'lots'"),
+    (("--num-iters", "0"), "option 'num_iters' must be an int >= 1, got 0"),
+    (("--user-memory",), "--user-memory applies to AOT libraries: add --aot"),
+    (("--aot", "--option", "output_folder=elsewhere"),
+     "option 'output_folder': accel-compile writes the AOT files into the artifact folder"),
+])
+def test_option_errors_are_short(tmp_path: Path, run_tool, args: tuple[str, ...],
+                                 message: str | None) -> None:
+    rc, err = run_tool("add.mlir", "--output-folder", "x", *args)
+    if message is None:  # an alias and the name both given: the flag wins over --option
+        assert rc == 0, err
+        return
+    line = one_error_line(subprocess.CompletedProcess(args, rc, "", err))
+    assert line == f"accel-compile: error: {message}" if "output_folder" not in message \
+        else message in line
+    assert len(line) < 160
+    assert not (tmp_path / "x").exists()
+
+
+def test_earlier_option_json_aot_object_still_builds(tmp_path: Path, run_tool) -> None:
+    """option.json's "aot" object (before AOT settings were options) is read as them."""
+    (tmp_path / "old.json").write_text(json.dumps(
+        {"format": 1, "entry": "neg", "options": {"opt_level": 1},
+         "aot": {"name": "old", "target_cpu": "generic", "user_memory": False}}))
+    rc, err = run_tool("add.mlir", "--option-json", "old.json", "--output-folder", "o")
+    assert rc == 0, err
+    options = option_json(tmp_path / "o")["options"]
+    assert (options["aot"], options["aot_name"], options["device"]) == (True, "old", "generic")
+    assert (tmp_path / "o" / "libold.so").is_file()

@@ -9,6 +9,7 @@ which is how the user-memory variant is shown to allocate nothing.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -402,7 +403,8 @@ def test_accel_compile_aot_mlir(tmp_path: Path) -> None:
     for f in ("libdiv.so", "div.o", "div.h", "README.txt", "manifest.json"):
         assert (out / f).is_file(), f
     assert "ran @safe_div (libdiv.so) 3 times" in proc.stderr
-    assert '"aot": {' in (out / "option.json").read_text()
+    options = json.loads((out / "option.json").read_text())["options"]
+    assert (options["aot"], options["aot_name"], options["device"]) == (True, "div", "generic")
 
 
 def test_example_makefile(tmp_path: Path) -> None:

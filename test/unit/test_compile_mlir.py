@@ -602,8 +602,7 @@ def test_libm_calls_resolve() -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match=r"unknown option 'O3'; valid options: target, "
-                                         r"preset, opt_level"):
+    with pytest.raises(ValueError, match=r"^unknown option 'O3' \(the options: "):
         compile_mlir("", {"O3": True})
     with pytest.raises(ValueError, match="'disable_affine_fusion' must be a bool"):
         compile_mlir("", {"disable_affine_fusion": 1})

@@ -91,7 +91,7 @@ def test_refused_variables_are_one_line_errors(name: str, tmp_path: Path,
     assert "\n" not in str(err.value)
     monkeypatch.setenv(name, "1")
     with pytest.raises(OptionError, match=f"environment: {name} is not supported"):
-        option_json.effective({"option_json": None}, {})
+        option_json.effective({"option_json": None})
 
 
 def _cost(scheduler: str = "reuse_consecutive", mode: str = "auto", envs: dict | None = None,

@@ -274,7 +274,8 @@ def test_damaged_artifact_is_a_clean_error(compiled, tmp_path) -> None:
     from accel.artifact import save_executable
 
     folder = tmp_path / "a"
-    save_executable(folder, compiled["softmax"], entry="main", options=CROSS)
+    save_executable(folder, compiled["softmax"], target=get_target("nvgpu"), entry="main",
+                    options=CROSS)
     victim = next(folder.glob("*.ptx"))
     victim.write_text(victim.read_text() + "// changed\n")
     with pytest.raises(AccelError, match="checksum|sha256|damaged|changed"):
@@ -321,7 +322,8 @@ def test_malformed_input_and_manifest_are_clean_errors(compiled, tmp_path) -> No
     with pytest.raises(AccelError, match="expected"):
         get_target("nvgpu").compile("func.func @f(", accel.options.resolve(CROSS))
     folder = tmp_path / "a"
-    save_executable(folder, compiled["softmax"], entry="main", options=CROSS)
+    save_executable(folder, compiled["softmax"], target=get_target("nvgpu"), entry="main",
+                    options=CROSS)
     manifest = json.loads((folder / "manifest.json").read_text())
     del manifest["target_files"]["programs"]
     (folder / "manifest.json").write_text(json.dumps(manifest))

@@ -47,7 +47,7 @@ def test_wheel_holds_every_file(built: tuple[Path, str]) -> None:
     for data in ("accel/targets/mncore/preset_options/O3.json",
                  "accel/targets/rdu/rules/gpt2.yaml",
                  "accel/dashboard/static/vendor/d3.min.js",
-                 "accel/__main__.py"):
+                 "accel/__main__.py", "accel/py.typed"):
         assert data in names
     assert "License-Expression: Apache-2.0 WITH LLVM-exception" in meta
     assert "Requires-Python: <3.14,>=3.11" in meta

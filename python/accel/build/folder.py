@@ -22,7 +22,7 @@ from accel.build.model_file import (
     load_model_file,
     load_training_file,
 )
-from accel.build.settings import OPTION_JSON, Settings, _read
+from accel.build.settings import OPTION_JSON, BuildSettings, _read
 from accel.diagnostics import AccelError
 from accel.progress import Progress
 
@@ -54,7 +54,7 @@ class Build:
     input_structure: Any = None
 
 
-def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
+def compile_py(path: Path, s: BuildSettings, progress: Progress) -> Build:
     """A .py model: inference with --inference (get_model), else training (get_training)."""
     if not s.inference:
         return compile_training(path, s, progress)
@@ -78,7 +78,8 @@ def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
         progress.rec = rec
         with grad:
             try:
-                compiled = accel.compile(model, inputs, options=s.options,
+                # The AOT library is built into the artifact folder once it is written.
+                compiled = accel.compile(model, inputs, options=s.settings.replace(aot=False),
                                          example_kwargs=kwargs or None)
             except (ValueError, NotImplementedError, TypeError) as err:
                 raise AccelError(str(err)) from None
@@ -93,7 +94,7 @@ def compile_py(path: Path, s: Settings, progress: Progress) -> Build:
                  input_structure=compiled.inputs)
 
 
-def compile_training(path: Path, s: Settings, progress: Progress) -> Build:
+def compile_training(path: Path, s: BuildSettings, progress: Progress) -> Build:
     """A training build: `get_training()`'s model, loss, optimizer and batch compiled with
     `accel.compile_train_step` (phases forward-*, backward-*, optimizer-*)."""
     import accel
@@ -111,7 +112,7 @@ def compile_training(path: Path, s: Settings, progress: Progress) -> Build:
         progress.rec = rec
         try:
             step = accel.compile_train_step(model, loss_fn, optimizer, batch,
-                                            options=s.options)
+                                            options=s.settings)
         except (ValueError, NotImplementedError, TypeError) as err:
             raise AccelError(str(err)) from None
     s.entry = factory
@@ -126,12 +127,12 @@ def _to_numpy(value: Any) -> Any:
     return detach().cpu().numpy() if callable(detach) else value
 
 
-def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
+def compile_mlir_file(path: Path, s: BuildSettings, progress: Progress) -> Build:
     from accel import phases, targets
 
     start = time.perf_counter()
     text = _read(path)
-    options = dict(s.options) | {"filename": str(path)}
+    options = s.settings.replace(filename=str(path), aot=False)
     with phases.recording(keep_ir=True, want_object=True,
                           on_phase_start=progress.phase_start) as rec:
         progress.rec = rec
@@ -154,7 +155,7 @@ def compile_mlir_file(path: Path, s: Settings, progress: Progress) -> Build:
 
 
 # -- artifact -------------------------------------------------------------------------------
-def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: Path) -> None:
+def write_artifact(out: Path, s: BuildSettings, b: Build, command: list[str], model: Path) -> None:
     """The artifact folder: accel.load's files, then the IR, object, option.json and log.
     `out` is a stage (`accel.artifact.staged_folder`): moved into place once complete."""
     from accel.artifact import save_executable
@@ -170,7 +171,10 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
     else:
         if hasattr(b.compiled, "artifact_name"):  # targets that name files after the build
             b.compiled.artifact_name = s.pef_name
-        save_executable(out, b.compiled, entry=b.entry, options=s.options,
+        from accel import targets
+
+        save_executable(out, b.compiled, target=targets.get(s.options["target"]),
+                        entry=b.entry, options=s.options,
                         model_mlir=b.model_mlir, outputs=b.outputs,
                         inputs=b.input_structure, staged=False)
     ir_dir = out / IR_FOLDER
@@ -198,7 +202,7 @@ def write_artifact(out: Path, s: Settings, b: Build, command: list[str], model: 
         raise AccelError(f"could not write artifact folder '{out}': {err}") from None
 
 
-def _objects(s: Settings, b: Build) -> dict[str, bytes]:
+def _objects(s: BuildSettings, b: Build) -> dict[str, bytes]:
     """The host object files: `<pef-name>.o`, or for training one per phase graph
     (`<pef-name>-forward.o`, ...)."""
     if b.train_step is not None:
@@ -210,7 +214,7 @@ def _objects(s: Settings, b: Build) -> dict[str, bytes]:
     return {name: bytes(obj) for name, obj in found.items() if obj}
 
 
-def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
+def compile_log(s: BuildSettings, b: Build, written: list[tuple[Any, str | None]],
                 command: list[str], model: Path, objects: list[str]) -> str:
     """compile.log: versions, the command, one line per phase, cache hit, total, warnings."""
     import platform
@@ -243,7 +247,7 @@ def compile_log(s: Settings, b: Build, written: list[tuple[Any, str | None]],
             for g in b.train_step.graphs.graphs))
     lines.append(f"total {b.seconds:.3f}s")
     lines += [f"warning: {w}" for w in b.warnings]
-    target = s.options.get("target", "cpu")
+    target = s.options["target"]
     if b.train_step is None:
         lines += _target_summary(target, b.compiled)
     else:
@@ -270,26 +274,27 @@ def _target_summary(name: str, compiled: Any) -> list[str]:
     return target.report(compiled).splitlines()
 
 
-def write_aot_library(out: Path, s: Settings, b: Build, shown: Path | None = None) -> Any:
-    """lib<NAME>.so, <NAME>.o, <NAME>.h and README.txt in the artifact folder (`shown`: the
-    folder's name in the message, when `out` is its stage)."""
-    from accel.targets.cpu.aot import build_library
+def write_aot_library(out: Path, s: BuildSettings, b: Build, shown: Path | None = None) -> Any:
+    """The target's AOT library (`Target.build_aot`: cpu lib<NAME>.so, <NAME>.o, <NAME>.h,
+    README.txt; nvgpu the same with <NAME>.c) in the artifact folder (`shown`: the folder's
+    name in the message, when `out` is its stage)."""
+    from accel import targets
 
-    assert s.aot is not None
+    target = s.options["target"]
     try:
-        lib = build_library(b.compiled, s.aot["name"], out, entry=b.entry,
-                            target_cpu=s.aot["target_cpu"], user_memory=s.aot["user_memory"],
-                            opt_level=s.options.get("opt_level", 3))
+        lib = targets.get(target).build_aot(b.compiled, b.entry,
+                                            {**s.options, "output_folder": str(out)})
     except ValueError as err:
         raise AccelError(str(err)) from None
+    files = " ".join(sorted(p.name for p in lib.files.values()))
+    scratch = getattr(lib, "scratch_bytes", 0) if getattr(lib, "user_memory", False) else 0
     try:
         with (out / COMPILE_LOG).open("a", encoding="utf-8") as log:
-            log.write(f"aot: lib{lib.name}.so {lib.name}.o {lib.name}.h README.txt (target "
-                      f"cpu {lib.target_cpu}" + (f", scratch {lib.scratch_bytes} bytes"
-                                                 if lib.user_memory else "") + ")\n")
+            log.write(f"aot: {files} (target {target} {s.options.get('device', 'host')}"
+                      + (f", scratch {scratch} bytes" if scratch else "") + ")\n")
     except OSError as err:
         raise AccelError(f"could not write artifact folder '{out}': {err}") from None
-    print(f"{PROG}: wrote {shown or out}/lib{lib.name}.so, {lib.name}.o, {lib.name}.h",
+    print(f"{PROG}: wrote {', '.join(f'{shown or out}/{name}' for name in files.split())}",
           file=sys.stderr)
     return lib
 
@@ -310,7 +315,7 @@ def run_iterations(out: Path, b: Build, library: Any, num_iters: int) -> None:
             raise AccelError("--num-iters needs static shapes for an .mlir input")
         inputs = tuple(np.ones(a.shape if a.kind == "memref" else (),
                                a.dtype.user_dtype) for a in sig.args)
-    if library is not None and not library.static_shapes:
+    if library is not None and not getattr(library, "static_shapes", False):
         library = None  # the descriptor interface: time the same code through the JIT
     try:
         if library is not None:

@@ -9,64 +9,37 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accel.build import PROG
 from accel.diagnostics import AccelError
-from accel.targets.cpu import DEVICES
 
 #: Version of option.json's layout.
 OPTION_JSON_FORMAT = 1
 OPTION_JSON = "option.json"
 #: Top-level keys of option.json besides "options" (the accel.compile options).
 SETTINGS = ("pef_name", "entry", "batch_size", "inference")
-#: accel options that apply to .mlir input (the rest belong to accel.compile).
 def mlir_options() -> tuple[str, ...]:
-    """accel options that apply to .mlir input: not the call/AOT/torch.compile/training
-    ones, not verify_numerics (there is no eager model)."""
+    """accel options that apply to .mlir input: not the call/torch.compile/training ones,
+    not verify_numerics (there is no eager model), not output_folder (the AOT files go into
+    the artifact folder)."""
     from accel.options import OPTIONS
 
     return tuple(n for n, o in OPTIONS.items()
-                 if o.scope not in ("call", "aot", "torch_compile", "train")
-                 and n != "verify_numerics")
+                 if o.scope not in ("call", "torch_compile", "train")
+                 and n not in ("verify_numerics", "output_folder"))
 
 
-#: AOT library settings (the "aot" object of option.json, present only with --aot).
-AOT_DEFAULT_NAME = "accel_artifact"
-#: The cpu target's devices (= accel.targets.cpu.aot.TARGET_CPUS), host (the default) first.
-AOT_CPUS = DEVICES
-
-
-# -- settings -------------------------------------------------------------------------------
-def parse_value(text: str) -> Any:
-    """`true`/`false` -> bool, `none` -> None, an int literal -> int, else the string."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def parse_options(items: list[str]) -> dict[str, Any]:
-    """`--option key=value` items (and an optimisation level) as an options dict."""
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise AccelError(f"--option expects KEY=VALUE, got '{item}'")
-        options[key.strip()] = parse_value(value)
-    return options
+#: option.json's "aot" object of format 1 before AOT settings were options: key -> option.
+LEGACY_AOT = {"name": "aot_name", "target_cpu": "device", "user_memory": "user_memory"}
+#: Options accel-compile runs after compiling instead of compiling them into the program.
+RUN_OPTIONS = ("num_iters",)
 
 
 @dataclass
-class Settings:
+class BuildSettings:
     """Everything that determines a build: what option.json holds."""
 
     pef_name: str
@@ -75,16 +48,21 @@ class Settings:
     inference: bool = False
     #: accel options, all of them once resolved.
     options: dict[str, Any] = field(default_factory=dict)
-    #: AOT library settings (name, target_cpu, user_memory), None without --aot.
-    aot: dict[str, Any] | None = None
+    #: --num-iters: run the function this many times after compiling (None: not at all).
+    num_iters: int | None = None
+    #: The resolved `accel.settings.Settings` the compile runs with (`options` is what
+    #: option.json records: for .mlir input only the options that apply to it).
+    settings: Any = None
+
+    @property
+    def aot(self) -> bool:
+        """Whether an AOT library is built (the `aot` option)."""
+        return bool(self.options.get("aot"))
 
     def to_json(self) -> dict[str, Any]:
-        data = {"format": OPTION_JSON_FORMAT, "tool": PROG, "pef_name": self.pef_name,
+        return {"format": OPTION_JSON_FORMAT, "tool": PROG, "pef_name": self.pef_name,
                 "entry": self.entry, "batch_size": self.batch_size,
                 "inference": self.inference, "options": dict(self.options)}
-        if self.aot is not None:
-            data["aot"] = dict(self.aot)
-        return data
 
 
 def read_option_json(path: Path) -> dict[str, Any]:
@@ -116,32 +94,57 @@ def read_option_json(path: Path) -> dict[str, Any]:
         value = data[key]
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise AccelError(f"'{key}' must be {what}, got {json.dumps(value)}", file=str(path))
-    return {k: data[k] for k in (*SETTINGS, "options", "aot") if k in data}
+    found = {k: data[k] for k in (*SETTINGS, "options") if k in data}
+    if data.get("aot") is not None:  # the "aot" object of earlier builds: options now
+        unknown = sorted(set(data["aot"]) - set(LEGACY_AOT))
+        if unknown:
+            raise AccelError(f"unknown key '{unknown[0]}' in \"aot\" (valid: "
+                             f"{', '.join(LEGACY_AOT)})", file=str(path))
+        found["options"] = {"aot": True, **{LEGACY_AOT[k]: v for k, v in data["aot"].items()},
+                            **found.get("options", {})}
+    return found
 
 
 def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool,
-                     table_flags: dict[str, Any] | None = None) -> Settings:
-    """Defaults, then --option-json, then the command line; options validated."""
+                     flags: dict[str, Any] | None = None) -> BuildSettings:
+    """Defaults, then --option-json, then the command line (`--option` items, then the
+    table's flags, `flags`); options validated."""
     from accel.api import resolve_options
+    from accel.cli import parse_option_items
+    from accel.options import OPTIONS, check_value, named
+    from accel.options import defaults as table_defaults
 
-    base = read_option_json(Path(a.option_json)) if a.option_json else {}
-    flags = {k: v for k, v in (("target", a.target), ("preset", a.preset),
-                                ("opt_level", a.opt_level)) if v is not None}
-    flags.update(table_flags or {})
-    options = {**base.get("options", {}), **parse_options(a.option), **flags}
-    if a.preset is not None:  # a preset asked for now wins over option.json's values of it
+    try:
+        base = read_option_json(Path(a.option_json)) if a.option_json else {}
+        given = {**named(parse_option_items(a.option)), **(flags or {})}
+        base_options = {k: v for k, v in named(base.get("options", {})).items()
+                        if k not in RUN_OPTIONS}
+        num_iters = given.pop("num_iters", None)
+        if num_iters is not None:
+            check_value(OPTIONS["num_iters"], num_iters)
+    except (ValueError, TypeError) as err:
+        raise AccelError(str(err)) from None
+    options = {**base_options, **given}
+    if given.get("preset") is not None:  # a preset asked for now wins over option.json's
         from accel import targets
 
         try:
-            preset = targets.get(options.get("target", "cpu")).presets().get(a.preset, {})
+            preset = targets.get(options.get("target", "cpu")).presets().get(
+                given["preset"], {})
         except AccelError:
             preset = {}
-        given = {**parse_options(a.option), **flags}
         options = {k: v for k, v in options.items() if k not in preset or k in given}
+    if not options.get("aot"):
+        used = [k for k in given if OPTIONS[k].scope == "aot" and k != "aot"]
+        if used:
+            raise AccelError(f"{OPTIONS[used[0]].flags[0]} applies to AOT libraries: add --aot")
+    if "output_folder" in given:
+        raise AccelError("option 'output_folder': accel-compile writes the AOT files into "
+                         "the artifact folder (--output-folder)")
     options.setdefault("cache", False)  # every phase runs (and leaves its IR) unless asked
     if is_mlir:
         if base.get("options"):  # a .py build's option.json: its defaults do not matter here
-            defaults = resolve_options({})
+            defaults = table_defaults()  # the table's: no second resolution
             options = {k: v for k, v in options.items()
                        if k in mlir_options() or k not in defaults or v != defaults[k]}
         unknown = sorted(set(options) - set(mlir_options()))
@@ -149,11 +152,11 @@ def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool,
             raise AccelError(f"option '{unknown[0]}' does not apply to .mlir input (valid: "
                              f"{', '.join(sorted(mlir_options()))})")
     try:
-        resolved = resolve_options(options)
+        settings = resolve_options(options)  # once: the compile below reuses it
     except (ValueError, NotImplementedError) as err:
         raise AccelError(str(err)) from None
-    if is_mlir:
-        resolved = {k: resolved[k] for k in mlir_options() if k in resolved}
+    resolved = {k: settings[k] for k in (mlir_options() if is_mlir else settings)
+                if k in settings}
     pef_name = a.pef_name if a.pef_name is not None else base.get("pef_name", path.stem)
     if not pef_name or pef_name in (".", "..") or "/" in pef_name or "\\" in pef_name:
         raise AccelError(f"--pef-name must be a plain file name, got '{pef_name}'")
@@ -165,33 +168,8 @@ def resolve_settings(a: argparse.Namespace, path: Path, is_mlir: bool,
                          "fixed shapes)")
     inference = a.inference if a.inference is not None else base.get("inference", False)
     entry = a.entry if a.entry is not None else base.get("entry")
-    return Settings(pef_name, entry, batch_size, bool(inference), resolved,
-                    resolve_aot(a, base.get("aot")))
-
-
-def resolve_aot(a: argparse.Namespace, base: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The AOT settings: option.json's "aot" object, then --aot/--aot-name/... (None: off)."""
-    given = {"name": a.aot_name, "target_cpu": a.target_cpu, "user_memory": a.user_memory}
-    if not a.aot and base is None:
-        used = [flag for flag, v in (("--aot-name", a.aot_name), ("--target-cpu", a.target_cpu),
-                                     ("--user-memory", a.user_memory)) if v is not None]
-        if used:
-            raise AccelError(f"{used[0]} applies to AOT libraries: add --aot")
-        return None
-    aot = {"name": AOT_DEFAULT_NAME, "target_cpu": "host", "user_memory": False}
-    for key, value in (base or {}).items():
-        if key not in aot:
-            raise AccelError(f"unknown key '{key}' in option.json's \"aot\" (valid: "
-                             f"{', '.join(aot)})")
-        aot[key] = value
-    aot.update({k: v for k, v in given.items() if v is not None})
-    if not isinstance(aot["name"], str) or not re.fullmatch(r"[A-Za-z_]\w*", aot["name"]):
-        raise AccelError(f"--aot-name must be a C identifier, got '{aot['name']}'")
-    if aot["target_cpu"] not in AOT_CPUS:
-        raise AccelError(f"--target-cpu must be one of {', '.join(AOT_CPUS)}, got "
-                         f"'{aot['target_cpu']}'")
-    aot["user_memory"] = bool(aot["user_memory"])
-    return aot
+    return BuildSettings(pef_name, entry, batch_size, bool(inference), resolved, num_iters,
+                         settings)
 
 
 

@@ -67,3 +67,11 @@ def get(name: str) -> Target:
                          f"registered as {name!r}")
     _LOADED[name] = target
     return target
+
+
+def no_aot(name: str) -> str:
+    """The one line that refuses `aot=True` on target `name`, which has no AOT libraries
+    (here, not in `base`: the interface imports no registry)."""
+    have = [n for n in names() if get(n).has_aot]
+    return (f"target '{name}' has no AOT libraries yet (option 'aot'; targets with them: "
+            f"{', '.join(have)})")

@@ -69,6 +69,12 @@ class Target:
     def default_preset(self) -> str | None:
         return self._preset_file["default"]
 
+    def file_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Options the target reads from a file that `options` (preset applied, then what
+        was given) names; `accel.options.resolve` applies them over the preset and under
+        what was given, so an explicit option always wins (mncore: option_json's args)."""
+        return {}
+
     def phases(self, options: Mapping[str, Any]) -> list[str]:
         """The phases `compile` records (accel.phases), in order: the progress line's steps."""
         return []
@@ -83,7 +89,9 @@ class Target:
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
-        """Compile a linalg-on-tensors module (text or `Module`) with resolved `options`;
+        """Compile a linalg-on-tensors module (text or `Module`) with resolved `options`
+        (an `accel.settings.Settings`, resolved once at the entry point: read it, never
+        resolve it again; a host program's settings come from `options.for_host(...)`);
         `weights` binds the module's external weights (name -> array) by name."""
         raise NotImplementedError
 
@@ -107,8 +115,15 @@ class Target:
         raise NotImplementedError(f"target {self.name} cannot load artifacts yet")
 
     def build_aot(self, executable: Executable, entry: str, options: Mapping[str, Any]) -> Any:
-        """Build an ahead-of-time library of `entry` (options of scope `aot`)."""
-        raise NotSupportedYet(f"target '{self.name}' has no AOT libraries yet")
+        """Build an ahead-of-time library of function `entry` of `executable` into
+        `options["output_folder"]` (options of scope `aot` and the target's own); returns
+        the library (its `files`: kind -> path). A target without one refuses in one line."""
+        raise NotSupportedYet(f"target '{self.name}' has no AOT libraries yet (option 'aot')")
+
+    @property
+    def has_aot(self) -> bool:
+        """Whether `build_aot` builds libraries (checked with the options, before work)."""
+        return type(self).build_aot is not Target.build_aot
 
     def report(self, executable: Executable) -> str:
         """A human-readable summary of a compiled program (compile.log)."""

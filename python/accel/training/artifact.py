@@ -114,6 +114,7 @@ def load_step(folder: str | os.PathLike[str]) -> TrainStep:
     in it; `AccelError` for a missing, damaged or foreign folder."""
     import torch
 
+    from accel import targets
     from accel.artifact import load as load_artifact
     from accel.compiled_module import CompiledModule
 
@@ -146,7 +147,7 @@ def load_step(folder: str | os.PathLike[str]) -> TrainStep:
                          f"{err}") from None
     compiled = {}
     for phase in phases:
-        found = load_artifact(root / phase.name)
+        found = load_artifact(root / phase.name, targets.get)
         module = CompiledModule(None, found.executable, None, found.entry, found.options)
         module.set_module_text(found.model_mlir)
         compiled[phase.name] = module

@@ -14,8 +14,8 @@ not weights). The result is a `TrainStep` (`accel.training.step`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from accel import interrupts, phases
 from accel.api import compile_phase_graph, resolve_options
@@ -25,22 +25,30 @@ from accel.training import optimizers
 from accel.training.graphs import PhaseGraph, TrainGraphs, partition, trace_joint
 from accel.training.step import TrainStep
 
+if TYPE_CHECKING:
+    from accel.settings import Settings
+
 #: The options of compiled training (scope "train"); the rest apply to each phase graph.
 TRAIN_OPTIONS = tuple(n for n, o in OPTIONS.items() if o.scope == "train")
 
 
-def split_options(options: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(train settings, resolved; the options for compiling each phase graph, as given)."""
-    if options is not None and not isinstance(options, dict):
+def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], Settings]:
+    """(the train settings; the settings each phase graph compiles with: the same, resolved
+    once here, with the train options at their defaults)."""
+    if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options must be a dict, got {type(options).__name__}")
-    given = dict(options or {})
-    resolved = resolve_options(given)
+    resolved = resolve_options(options)
+    if resolved.get("aot"):  # as accel-compile says for a train step (docs/matrix.md)
+        from accel.diagnostics import NotSupportedYet
+
+        raise NotSupportedYet("option 'aot' builds a C library of an inference function; a "
+                              "train step is not a C library yet (use accel.compile)")
     train = {k: resolved[k] for k in TRAIN_OPTIONS}
-    return train, {k: v for k, v in given.items() if k not in TRAIN_OPTIONS}
+    return train, resolved.replace(**{k: OPTIONS[k].default for k in TRAIN_OPTIONS})
 
 
 def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
-                       example_batch: tuple[Any, ...], options: dict[str, Any] | None = None
+                       example_batch: tuple[Any, ...], options: Mapping[str, Any] | None = None
                        ) -> TrainStep:
     """Compile one training step of `model` (see the module docstring, docs/training.md).
 
@@ -122,7 +130,7 @@ _MEMO: dict[str, Any] = {}
 _MEMO_SIZE = 64
 
 
-def _memo_key(graph: PhaseGraph, options: dict[str, Any]) -> str | None:
+def _memo_key(graph: PhaseGraph, options: Mapping[str, Any]) -> str | None:
     """A key naming `graph`'s compilation, or None (no reuse) with the cache off.
 
     A phase graph reads everything through its inputs, so its code, its tensor constants and
@@ -152,7 +160,7 @@ def _memo_key(graph: PhaseGraph, options: dict[str, Any]) -> str | None:
                       .numpy().tobytes())
     for x in graph.example_inputs:
         digest.update(f"{x.dtype} {tuple(x.shape)} {x.stride()}".encode())
-    digest.update(json.dumps([graph.name, graph.outputs, options], sort_keys=True,
+    digest.update(json.dumps([graph.name, graph.outputs, dict(options)], sort_keys=True,
                              default=repr).encode())
     return digest.hexdigest()
 

@@ -39,7 +39,8 @@
 // JSON-NEXT:   "opt_level": 1,
 // JSON-NEXT:   "device": "host",
 // JSON:        "cache": false,
-// JSON-NEXT:   "disable_affine_fusion": false,
+// JSON-NEXT:   "aot": false,
+// JSON:        "disable_affine_fusion": false,
 
 // LOG: versions: accel {{.*}} llvmlite
 // LOG: options: target="cpu" preset="o1" opt_level=1 device="host" {{.*}} cache=false

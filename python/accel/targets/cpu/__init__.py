@@ -34,7 +34,7 @@ class CpuTarget(Target):
         return DEVICES
 
     def phases(self, options: Mapping[str, Any]) -> list[str]:
-        fuse = ["fuse"] if options.get("opt_level", 3) else []
+        fuse = ["fuse"] if options["opt_level"] else []
         return [*fuse, "bufferize", "llvm-dialect", "llvm-ir", "codegen"]
 
     def check(self, options: Mapping[str, Any]) -> None:
@@ -45,8 +45,11 @@ class CpuTarget(Target):
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
         from accel.options import INTERNAL_SETTINGS
+        from accel.settings import Settings
         from accel.targets.cpu.compile import compile_mlir
 
+        if isinstance(options, Settings):  # resolved at the entry: passed on, not again
+            return compile_mlir(module, options, weights=weights)
         return compile_mlir(module, {k: v for k, v in options.items()
                                      if k not in INTERNAL_SETTINGS}, weights=weights)
 

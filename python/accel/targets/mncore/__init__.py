@@ -43,8 +43,6 @@ class MncoreTarget(Target):
     def check(self, options: Mapping[str, Any]) -> None:
         from accel.diagnostics import NotSupportedYet
 
-        if options.get("aot"):
-            raise NotSupportedYet("target 'mncore' has no AOT libraries yet")
         if options.get("mm_conv_precision_mode", "default") != "default":
             # MN-Core's precision is float_dtype's (the layer compiler's, per tensor).
             raise NotSupportedYet(f"option 'mm_conv_precision_mode' is not supported yet with "
@@ -57,13 +55,16 @@ class MncoreTarget(Target):
         opts, envs, _ = self._effective(options)
         load_specs(opts.get("layout_spec"), opts.get("gemm_layout_spec"), envs)
 
-    def _effective(self, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str],
-                                                               str]:
-        from accel.options import resolve
+    def file_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         from accel.targets.mncore import option_json
 
-        baseline = resolve({"target": "mncore", "preset": options.get("preset")})
-        opts, envs, name = option_json.effective(options, baseline)
+        return option_json.file_args(options)
+
+    def _effective(self, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str],
+                                                               str]:
+        from accel.targets.mncore import option_json
+
+        opts, envs, name = option_json.effective(options)
         return opts, envs, name or "accel"
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
@@ -119,9 +120,10 @@ class MncoreTarget(Target):
 def load_codegen_dir(folder: Any) -> Any:
     """MLSDK's Context.load_codegen_dir: the compiled function of a codegen_dir, without
     tracing the model again (a codegen_dir is also an accel artifact folder)."""
+    from accel import targets
     from accel.artifact import load
 
-    return load(folder)
+    return load(folder, targets.get)
 
 
 TARGET = MncoreTarget()

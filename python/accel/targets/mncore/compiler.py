@@ -268,9 +268,10 @@ def host_compile(program: str, float_dtype: str | None, weights: Mapping[str, np
     from accel.targets.cpu.compile import compile_mlir
 
     bound = _host_weights(weights, float_dtype)
-    host = compile_mlir(program, {"target": "cpu", "cache": cache, "filename": filename,
-                                  "opt_level": HOST_OPT_LEVEL},
-                        weights=bound)
+    from accel.settings import host_settings
+
+    host = compile_mlir(program, host_settings({}, cache=cache, filename=filename,
+                                               opt_level=HOST_OPT_LEVEL), weights=bound)
     functions = dict(host.functions)
     if float_dtype == "double":  # callers pass and get float arrays (DoubleCall)
         functions = {n: _narrow_signature(s) for n, s in functions.items()}
@@ -292,6 +293,7 @@ def _narrow_signature(sig: Any) -> Any:
 
 def _write_codegen_dir(folder: Path, executable: Any, func_name: str, g: Any, plan: Any,
                        sched: Any, log: _Phases, opts: Mapping[str, Any], text: str) -> None:
+    from accel import targets
     from accel.artifact import save_executable
     from accel.cache import atomic_write
     from accel.targets.mncore import reports
@@ -319,7 +321,7 @@ def _write_codegen_dir(folder: Path, executable: Any, func_name: str, g: Any, pl
         for phase, lines in log.logs.items():
             atomic_write(folder / "logs" / f"{phase}.log", ("\n".join(lines) + "\n").encode())
         # The folder is also an artifact: accel.load_codegen_dir reloads it without tracing.
-        save_executable(folder, executable, entry=func_name, options={
+        save_executable(folder, executable, target=targets.get("mncore"), entry=func_name, options={
             k: v for k, v in opts.items() if k not in ("filename",)}, model_mlir=text)
     except OSError as err:
         raise AccelError(f"option 'codegen_dir': cannot write {folder}: {err}") from None

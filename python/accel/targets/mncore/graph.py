@@ -212,23 +212,39 @@ def from_function(func: Any) -> Graph:
         if op.name == "func.return":
             outputs = [name_of(v) for v in op.operands if name_of(v) in values]
             continue
-        if op.name in _SKIPPED or len(op.results) != 1:
-            continue
-        found = _tensor(op.results[0].type)
-        if found is None:
+        if op.name in _SKIPPED:
             continue
         kept = [(name_of(v), i) for i, v in _data_inputs(op) if name_of(v) in values]
         op_type = _op_type(op, producers, weights, name_of)
-        out_name = name_of(op.results[0])
-        if kept:
-            producers[out_name] = kept[-1][0] if op_type in ("Transpose", "Reshape") else ""
-        counts[op_type] = counts.get(op_type, 0) + 1
-        values[out_name] = Value(out_name, *found)
-        handles[out_name] = op.results[0]
-        layers.append(Layer(f"{op_type}_{counts[op_type] - 1}", op_type, [n for n, _ in kept],
-                            out_name, _flops(op, op_type, [values[n].shape for n, _ in kept],
-                                             found[0]), op, [i for _, i in kept]))
+        flops = None
+        for result in _layer_results(op):
+            found = _tensor(result.type)
+            if found is None:
+                continue
+            out_name = name_of(result)
+            if kept:
+                producers[out_name] = kept[-1][0] if op_type in ("Transpose", "Reshape") \
+                    else ""
+            counts[op_type] = counts.get(op_type, 0) + 1
+            values[out_name] = Value(out_name, *found)
+            handles[out_name] = result
+            # An op with several results counts its work once, on its first layer.
+            flops = _flops(op, op_type, [values[n].shape for n, _ in kept], found[0]) \
+                if flops is None else 0
+            layers.append(Layer(f"{op_type}_{counts[op_type] - 1}", op_type,
+                                [n for n, _ in kept], out_name, flops, op,
+                                [i for _, i in kept]))
     return Graph(values, layers, outputs, handles)
+
+
+def _layer_results(op: Any) -> list[Any]:
+    """The results of `op` that become layers: its only one, or each used one of several
+    (`linalg.generic` computing max and argmax, ...). Each used result is a layer of its
+    own (the same op, one output), so every consumer names its producer and the scheduler
+    never runs a consumer first; the layered emulation runs the op once per layer."""
+    if len(op.results) == 1:
+        return [op.results[0]]
+    return [r for r in op.results if any(True for _ in r.uses)]
 
 
 # -- by hand --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ falls back to calling the whole program (said in logs/host-compile.log).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -98,13 +99,23 @@ def split(func: Any, graph: Graph, order: list[str]) -> tuple[str, Program]:
         deps: dict[int, Any] = {}
         reads: list[str] = []
         _collect(layer.op, layer.op, state, graph, position, top, deps, reads)
+        # A layer result read through a copied non-layer op is no dependency the scheduler
+        # saw: the schedule could run this layer first. Run the whole program instead.
+        hidden = [n for n in reads if n not in layer.inputs and graph.values[n].kind not in
+                  ("input", "weight")]
+        if hidden:
+            raise AccelError(f"layer {layer.name} reads {hidden[0]} through an op that is "
+                             "not a layer")
         fn = f"layer_{index}"
         types = [str(graph.handles[n].type) for n in reads]
-        params = ", ".join(f"{n}: {t}" for n, t in zip(reads, types, strict=True))
-        out_type = str(layer.op.results[0].type)
+        params = ", ".join(f"{_param(n)}: {t}" for n, t in zip(reads, types, strict=True))
+        out_type = str(graph.handles[layer.output].type)
         body = "".join("    " + _text(top[i].operation, state).replace("\n", "\n    ") + "\n"
                        for i in sorted(deps))
         body += "    " + _text(layer.op, state).replace("\n", "\n    ") + "\n"
+        for name in reads:
+            if "#" in name:
+                body = re.sub(re.escape(name) + r"(?!\d)", _param(name), body)
         texts.append(f"  func.func @{fn}({params}) -> {out_type} {{\n{body}"
                      f"    return {layer.output} : {out_type}\n  }}\n")
         calls[layer.name] = LayerCall(fn, tuple(reads), layer.output)
@@ -112,6 +123,12 @@ def split(func: Any, graph: Graph, order: list[str]) -> tuple[str, Program]:
     program = Program(tuple(arg_names), weights, tuple(calls[n] for n in order),
                       tuple(graph.outputs))
     return "".join(texts), program
+
+
+def _param(name: str) -> str:
+    """The argument name of graph tensor `name`: one result of a multi-result op
+    (`%21#0`) is no legal argument name, so it becomes `%mr21_0`."""
+    return "%mr" + name[1:].replace("#", "_") if "#" in name else name
 
 
 def _key(op: Any) -> int:

@@ -1,6 +1,7 @@
 """`option_json`: MLSDK option files ({"name", "envs", "args"}) and CODEGEN_* variables.
 
-Precedence (reference section 4.2): options given directly win over the file's args; the
+Precedence (reference section 4.2): options given directly win over the file's args (the
+target's file layer in `accel.options.resolve`: defaults < preset < file args < given); the
 file's envs apply unless the process environment already has the variable. An arg is
 `--name=value` of an mncore option or `float_dtype`; the file's own `option_json` args are
 ignored (no nesting, as MLSDK). A preset name (O0..O4, debug) or MLSDK's path of one
@@ -152,30 +153,34 @@ def read(spec: str) -> dict[str, Any]:
             "args": parsed}
 
 
-def effective(options: Mapping[str, Any], baseline: Mapping[str, Any]
-              ) -> tuple[dict[str, Any], dict[str, str], str | None]:
-    """(options after the option file, CODEGEN_* environment, the file's name).
+def file_args(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The args of the option file `options` names (none without one): the target's file
+    layer (`Target.file_options`), which `accel.options.resolve` puts over the preset and
+    under what was given, so an option given directly always wins over the file."""
+    spec = options.get("option_json")
+    if not isinstance(spec, str) or not spec:
+        return {}  # None, or a wrong type that resolve's check reports
+    return dict(read(spec)["args"])
 
-    `baseline` is what the options would be had the user given none (defaults and the
-    preset): an option still at its baseline value was not given, so the file sets it.
-    """
-    result = dict(options)
+
+def effective(options: Mapping[str, Any]
+              ) -> tuple[dict[str, Any], dict[str, str], str | None]:
+    """(resolved `options`, CODEGEN_* environment, the option file's name): the file's envs,
+    then the process environment over them (the file's args are already in `options`,
+    applied by `accel.options.resolve` through `file_args`)."""
     envs: dict[str, str] = {}
     name = None
     spec = options.get("option_json")
     if spec:
         data = read(spec)
         name = data["name"]
-        for key, value in data["args"].items():
-            if result.get(key) == baseline.get(key):
-                result[key] = value
         envs.update(data["envs"])
     for key in ENVS:  # the process environment wins over the file
         if key in os.environ:
             if key in REFUSED:
                 raise refuse(key, "environment")
             envs[key] = os.environ[key]
-    return result, envs, name
+    return dict(options), envs, name
 
 
 def option_file(options: Mapping[str, Any], envs: Mapping[str, str], name: str) -> str:

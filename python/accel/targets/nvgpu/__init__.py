@@ -103,9 +103,10 @@ class NvgpuTarget(Target):
                 from accel.targets.cpu.compile import compile_mlir
 
                 text = checked_file(folder, HOST_MODULE, files).decode()
-                host = compile_mlir(text, {"opt_level": options.get("opt_level", 3),
-                                           "mm_conv_precision_mode": options.get(
-                                               "mm_conv_precision_mode", "default")},
+                from accel.settings import host_settings
+
+                host = compile_mlir(text, host_settings(options, "opt_level",
+                                                        "mm_conv_precision_mode"),
                                     weights=weights)
                 return GpuExecutable(sigs, {}, {}, files["arch"], dict(weights), options,
                                      host=host, host_module=text,

@@ -147,8 +147,10 @@ def emulate_on_host(text: str, opts: Mapping[str, Any], *,
                 run_pipeline(module, pipeline_text(passes), filename=filename,
                              label="nvgpu-emulate")
         lowered = str(module)
-    return compile_mlir(lowered, {"opt_level": opts["opt_level"], "cache": False,
-                                  "filename": filename}, weights=weights)
+    from accel.settings import host_settings
+
+    return compile_mlir(lowered, host_settings(opts, "opt_level", cache=False,
+                                               filename=filename), weights=weights)
 
 
 def _programs(module: Module) -> dict[str, Program]:
@@ -222,10 +224,11 @@ def _host_fallback(text: str, opts: Mapping[str, Any], weights: Mapping[str, np.
     if opts.get("strict_target"):
         raise AccelError(f"target nvgpu (strict_target): {reason}; cannot run on the GPU")
     log.warning("accel nvgpu: running on the host CPU instead of the GPU: %s", reason)
-    cpu_opts = {"opt_level": opts["opt_level"], "cache": opts["cache"],
-                "mm_conv_precision_mode": opts.get("mm_conv_precision_mode", "default"),
-                "filename": opts.get("filename", "<input>")}
-    host = compile_mlir(text, cpu_opts, weights=weights)
+    from accel.settings import host_settings
+
+    host = compile_mlir(text, host_settings(opts, "opt_level", "cache", "mm_conv_precision_mode",
+                                            filename=opts.get("filename", "<input>")),
+                        weights=weights)
     return GpuExecutable(dict(host.functions), {}, {}, toolkit.resolve_arch(opts["device"]),
                          dict(weights), opts, host=host, host_module=text, host_reason=reason)
 

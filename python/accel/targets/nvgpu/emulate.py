@@ -208,8 +208,10 @@ def emulate_outlined(module: Any, weights: Mapping[str, np.ndarray] | None = Non
     if any(k.kind == "block" for k in kernels.values()):
         _bind_barrier()
         funcs.append(f"func.func private @{BARRIER_SYMBOL}()")
+    from accel.settings import host_settings
+
     host = compile_mlir("module {\n" + "\n".join(funcs) + "\n}",
-                        {"opt_level": 1, "cache": False})
+                        host_settings({}, opt_level=1, cache=False))
     return {name: _interpreter(program, host, kernels, dict(weights or {}))
             for name, program in programs.items()}
 

@@ -11,7 +11,8 @@ sequence captured once as a CUDA graph and replayed on every call.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,8 +20,19 @@ from accel.diagnostics import AccelError
 from accel.runtime.dtypes import DTYPES
 from accel.targets.nvgpu import toolkit
 
-if TYPE_CHECKING:  # the executable calls this module, not the other way
-    from accel.targets.nvgpu.executable import GpuExecutable
+
+class GpuExecutable(Protocol):
+    """What a session runs (`accel.targets.nvgpu.executable.GpuExecutable`, which calls
+    this module: it is not imported here, not even for types)."""
+
+    @property
+    def kernels(self) -> Mapping[str, Any]: ...
+    @property
+    def programs(self) -> Mapping[str, Any]: ...
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+    @property
+    def weights(self) -> Mapping[str, Any]: ...
 
 _LOCK = threading.Lock()
 _MODULES: dict[str, Any] = {}  # PTX text -> CUmodule (device_one_time_load)

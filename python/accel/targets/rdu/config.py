@@ -61,11 +61,16 @@ def read_configs(path: str) -> dict[str, Any]:
     return found
 
 
-def effective(options: Mapping[str, Any]) -> dict[str, Any]:
+def effective(options: Mapping[str, Any]) -> Mapping[str, Any]:
     """`options` with the compiler-configs file's settings for those not given directly."""
+    from accel.settings import Settings
+
     path = options.get("compiler_configs_file")
     if not path:
-        return dict(options)
+        return options if isinstance(options, Settings) else dict(options)
+    if isinstance(options, Settings):  # it knows what was given: no baseline to compare
+        return options.replace(**{k: v for k, v in read_configs(path).items()
+                                  if k not in options.given})
     from accel.options import resolve
 
     baseline = resolve({"target": "rdu", "preset": options.get("preset")})

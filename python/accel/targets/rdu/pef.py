@@ -120,10 +120,11 @@ def load(folder: Path, manifest: Mapping[str, Any], weights: Mapping[str, np.nda
         raise AccelError(f"artifact '{folder}': the PEF needs weight {missing[0]}, which the "
                          "folder does not hold")
     options = doc.get("options") if isinstance(doc.get("options"), dict) else {}
-    cpu = {k: options[k] for k in ("opt_level",) if isinstance(options.get(k), int)}
-    emulation = compile_mlir(ir["emulation"], {**cpu, "cache": False,
-                                               "filename": f"{folder}/{name}"},
-                             weights=weights)
+    from accel.settings import host_settings
+
+    carried = ("opt_level",) if isinstance(options.get("opt_level"), int) else ()
+    emulation = compile_mlir(ir["emulation"], host_settings(
+        options, *carried, cache=False, filename=f"{folder}/{name}"), weights=weights)
     limits = doc.get("arch_limits") if isinstance(doc.get("arch_limits"), dict) else {}
     pipeline = doc.get("pipeline") if isinstance(doc.get("pipeline"), dict) else {}
     return RduProgram(emulation, arch, limits, sections, hypers, ir["sectioned"],

@@ -174,8 +174,10 @@ def compile_program(module_text: str, options: Mapping[str, Any],
             located_ir = module.operation.get_asm(enable_debug_info=True,
                                                   assume_verified=True)
         phases.snapshot("rdu-outline", emulation_ir)
-    cpu = {k: options[k] for k in CPU_OPTIONS if k in options}
-    emulation = compile_mlir(located_ir, {**cpu, "filename": filename}, weights=weights)
+    from accel.settings import host_settings
+
+    emulation = compile_mlir(located_ir, host_settings(options, *CPU_OPTIONS, filename=filename),
+                             weights=weights)
     return RduProgram(emulation, arch, arch_limits(arch, factors, phase), sections,
                       schedule.hypersections, sectioned_ir, emulation_ir,
                       _json_options(options), pipeline=pipeline, bodies=schedule.bodies)
