@@ -178,6 +178,17 @@ def environment() -> dict[str, str]:
     }
 
 
+#: Environment variables that change the code compiled (not its meaning): part of the key,
+#: so that e.g. ACCEL_SPLIT_FUNCTIONS=0 (looking for a miscompile) builds afresh.
+CODE_ENVIRONMENT = ("ACCEL_SPLIT_FUNCTIONS",)
+
+
+def _add_knobs(material: dict[str, Any]) -> None:
+    knobs = {name: os.environ[name] for name in CODE_ENVIRONMENT if name in os.environ}
+    if knobs:  # only when set: unset, the keys stay what they were
+        material["knobs"] = knobs
+
+
 def cache_key(mlir_text: str, options: Mapping[str, Any]) -> str:
     """Hex SHA-256 naming the compilation of `mlir_text` with the code-changing `options`."""
     material = {
@@ -186,6 +197,7 @@ def cache_key(mlir_text: str, options: Mapping[str, Any]) -> str:
         "options": dict(sorted(options.items())),
         "env": environment(),
     }
+    _add_knobs(material)
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -199,6 +211,7 @@ def front_key(fingerprint: str, options: Mapping[str, Any]) -> str:
         "options": dict(sorted(options.items())),
         "env": environment(),
     }
+    _add_knobs(material)
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

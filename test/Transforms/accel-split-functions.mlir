@@ -145,3 +145,46 @@ func.func @assert_inside(%a: memref<8xf32>, %ok: i1) {
   }
   return
 }
+
+// -----
+
+// A buffer whose address leaves the memref world (a descriptor stored into a parallel
+// loop's context, which a later call reads) lives to the end: its dealloc must not move
+// up to the cast (BERT at opt_level 3 read freed memory in its attention's context).
+// CHECK-LABEL: func.func @escaping
+// CHECK:         %[[TMP:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NOT:     memref.dealloc
+// CHECK:         builtin.unrealized_conversion_cast %[[TMP]]
+// CHECK-NOT:     memref.dealloc
+// CHECK:         call @escaping_part1(
+// CHECK-NEXT:    memref.dealloc %[[TMP]]
+// CHECK-NEXT:    return
+// CHECK:       func.func private @escaping_part1(
+// CHECK:         llvm.store
+// CHECK-NEXT:    call @use_context(
+func.func private @use_context(!llvm.ptr)
+func.func @escaping(%a: memref<8xf32>) {
+  %tmp = memref.alloc() : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %x : f32
+    affine.store %y, %tmp[%i] : memref<8xf32>
+  }
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %ctx = llvm.alloca %one x !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> : (i64) -> !llvm.ptr
+  %d = builtin.unrealized_conversion_cast %tmp : memref<8xf32> to !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  llvm.store %d, %ctx : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, !llvm.ptr
+  call @use_context(%ctx) : (!llvm.ptr) -> ()
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %x : f32
+    affine.store %y, %a[%i] : memref<8xf32>
+  }
+  memref.dealloc %tmp : memref<8xf32>
+  return
+}

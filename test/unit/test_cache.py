@@ -128,8 +128,8 @@ def test_signature_json_roundtrip() -> None:
 
 def test_save_load_mlir_artifact(tmp_path: Path) -> None:
     compiled = compile_mlir(ADD)
-    out = artifact.save_executable(tmp_path / "art", compiled, entry="add",
-                              options={"opt_level": 3}, model_mlir=ADD)
+    out = artifact.save_executable(tmp_path / "art", compiled, target=cpu_target.TARGET,
+                                   entry="add", options={"opt_level": 3}, model_mlir=ADD)
     manifest = json.loads((out / artifact.MANIFEST).read_text())
     assert manifest["entry"] == "add" and manifest["format"] == artifact.FORMAT_VERSION
     assert manifest["inputs"][0] == {"type": "memref<4xf32>", "dtype": "f32", "shape": [4]}
@@ -137,13 +137,15 @@ def test_save_load_mlir_artifact(tmp_path: Path) -> None:
     loaded = accel_load(out)
     np.testing.assert_array_equal(loaded(X, Y), X + Y)
     with pytest.raises(AccelError, match="no public function @nope"):
-        artifact.save_executable(tmp_path / "bad", compiled, entry="nope", options={})
+        artifact.save_executable(tmp_path / "bad", compiled, target=cpu_target.TARGET,
+                                 entry="nope", options={})
 
 
 def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(AccelError, match="not an accel artifact folder"):
         accel_load(tmp_path / "missing")
-    out = artifact.save_executable(tmp_path / "art", compile_mlir(ADD), entry="add", options={})
+    out = artifact.save_executable(tmp_path / "art", compile_mlir(ADD), target=cpu_target.TARGET,
+                                   entry="add", options={})
     ll = out / cpu_target.MODULE_LL
     ll.write_text(ll.read_text() + "\n; edited\n")
     with pytest.raises(AccelError, match="does not match its checksum"):

@@ -27,6 +27,7 @@ caller cannot know), so every memref result comes back as a descriptor the calle
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,7 +53,11 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """`compile_mlir`'s options: the options table's (accel.options) plus `filename`, the
     file name its diagnostics show (default "<input>")."""
     from accel import options as table
+    from accel.settings import Settings
 
+    if isinstance(options, Settings) and options.target == "cpu":
+        # Resolved and checked once at the entry (accel.settings): not again here.
+        return options if "filename" in options else options.replace(filename="<input>")
     if options is not None and not isinstance(options, Mapping):
         raise table.OptionTypeError(f"options must be a dict, got {type(options).__name__}")
     given = dict(options or {})
@@ -68,6 +73,20 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
                                 f"--target {resolved['target']} or accel.compile")
     check(resolved)  # e.g. float_dtype: refused, never silently ignored
     return resolved
+
+
+def split_functions(opts: Mapping[str, Any]) -> bool:
+    """Whether long functions are split into parts that LLVM optimises one by one, equal
+    parts (repeated layers) kept once (`accel-split-functions`, `accel-dedupe-functions`):
+    the `split_functions` option where one sets it, else `$ACCEL_SPLIT_FUNCTIONS` (default
+    on; `0` turns it off). LLVM's -O3 costs more than linear time in a function's size: a
+    12-layer GPT-2's one `main` took 75 s of CPU in LLVM, its 6 different parts 2.6 s
+    (docs/compile-time.md). Functions under 500 ops stay whole."""
+    given = opts.get("split_functions")
+    if given is not None:
+        return bool(given)
+    return os.environ.get("ACCEL_SPLIT_FUNCTIONS", "1").strip().lower() not in \
+        ("0", "false", "no", "off")
 
 
 # -- compile --------------------------------------------------------------------------------
@@ -111,7 +130,7 @@ def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.n
         if compiled is not None:
             return compiled
     with abi.parsed(text, filename, weights or {}) as (module, weight_specs):
-        fuse, bufferize, lower = pipelines(opts)
+        fuse, bufferize, lower = pipelines({**opts, "split_functions": split_functions(opts)})
         if fuse:
             with phases.phase("fuse"):
                 run_pipeline(module, pipeline_text(fuse), filename=filename, label="cpu-fuse")

@@ -1,0 +1,391 @@
+"""Compile time: accel (cold, and warm from its on-disk cache in a new process) vs
+torch.compile with inductor (cold and warm), for the same models, in one run.
+
+    .venv/bin/python benchmarks/compile_time.py            # full run (~30 min on 2 busy cores)
+    .venv/bin/python benchmarks/compile_time.py --quick    # GPT-2 2/6 layers + ResNet-18 (few min)
+    .venv/bin/python benchmarks/compile_time.py --only gpt2-2 gpt2-12 --targets cpu
+
+Workloads (fp32, seeded, random weights): GPT-2 width 128 (2 heads, vocab 512, 1x32 ids)
+with 2, 6 and 12 layers, tiny GPT-2 (2 layers, width 64), a BERT-like encoder (4 layers,
+width 256, 1x128 ids), ResNet-18 inference (width 64, 1x3x224x224) and the small ResNet-18
+training step (width 16, 8x3x64x64, cross-entropy, SGD with momentum) through
+`accel.compile_train_step`. `--quick` keeps GPT-2 2/6 layers and ResNet-18 width 16.
+
+Every measurement is one new process (this file with `--child`) with its own caches:
+- accel cold: `ACCEL_CACHE_DIR` empty; seconds of `accel.compile(...)` (or
+  `compile_train_step`), per-phase seconds from `accel.phases`; then warm: a NEW process on
+  the filled cache (what a user's second run pays);
+- inductor cold: empty `TORCHINDUCTOR_CACHE_DIR`, FX graph cache off; seconds of the first
+  call minus a steady call (torch.compile compiles lazily); warm: a process filling a second
+  empty cache (FX graph cache on), then a new process on it.
+Cross-compiles (`--targets nvgpu rdu mncore`, accel only, cold) run for the GPT-2 models.
+The 2/6/12-layer GPT-2 times are fitted as seconds = a + b * layers (least squares) per
+framework. Timings on a shared machine are noisy: compare columns of the same run only.
+Writes benchmarks/results/compile_time.json and .md (host CPU model, ISA flags, threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run import host_info  # noqa: E402 - the suite's host record (CPU model, cores, load)
+
+RESULTS = os.path.join(HERE, "results", "compile_time")
+GPT2_LAYERS = (2, 6, 12)
+
+#: name -> (kind, builder arguments). kind: "gpt2" (layers, width), "bert", "resnet"
+#: (width, batch, image), "resnet_train" (width, batch, image).
+WORKLOADS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "gpt2-tiny": ("gpt2", (2, 64)),
+    **{f"gpt2-{n}": ("gpt2", (n, 128)) for n in GPT2_LAYERS},
+    "bert": ("bert", (4, 256)),
+    "resnet18": ("resnet", (64, 1, 224)),
+    "resnet18-train": ("resnet_train", (16, 8, 64)),
+}
+QUICK = ["gpt2-2", "gpt2-6", "resnet18-w16"]
+QUICK_EXTRA = {"resnet18-w16": ("resnet", (16, 1, 64))}
+
+
+# --- child: build one model, compile it once, print JSON ------------------------------------
+
+
+def _build(kind: str, args: tuple[int, ...]) -> tuple[Any, tuple[Any, ...], Any, Any]:
+    """(model, inputs, loss_fn or None, optimizer or None)."""
+    import torch
+
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        import transformers
+
+        layers, width = args
+        vocab = 512 if width > 64 else 128
+        cfg = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=2, vocab_size=vocab,
+                                      n_positions=64, bos_token_id=vocab - 1,
+                                      eos_token_id=vocab - 1, attn_implementation="eager")
+        model = _Logits(transformers.GPT2LMHeadModel(cfg).eval()).eval()
+        return model, (torch.randint(0, vocab, (1, 32)),), None, None
+    if kind == "bert":
+        import transformers
+
+        layers, width = args
+        cfg = transformers.BertConfig(num_hidden_layers=layers, hidden_size=width,
+                                      num_attention_heads=4, intermediate_size=4 * width,
+                                      vocab_size=30522, attn_implementation="eager")
+        model = _Logits(transformers.BertModel(cfg).eval()).eval()
+        return model, (torch.randint(0, 30522, (1, 128)),), None, None
+    from zoo_models import BasicBlock, ResNet
+
+    width, batch, image = args
+    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10, width=width)
+    x = torch.randn(batch, 3, image, image, generator=torch.Generator().manual_seed(1))
+    if kind == "resnet":
+        return model.eval(), (x,), None, None
+    y = torch.arange(batch) % 10
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return model.train(), (x, y), _xent, opt
+
+
+def _xent(model: Any, x: Any, y: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def _logits_class() -> type:
+    from torch import nn
+
+    class Logits(nn.Module):
+        """The first output of an HF model as one tensor (no cache, no ModelOutput)."""
+
+        def __init__(self, model: nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: Any) -> Any:
+            return self.model(input_ids=ids, use_cache=False, return_dict=False)[0] \
+                if "GPT2" in type(self.model).__name__ else \
+                self.model(input_ids=ids, return_dict=False)[0]
+
+    return Logits
+
+
+def _Logits(model: Any) -> Any:  # noqa: N802 - reads like the class it builds
+    return _logits_class()(model)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process (all threads) and its waited-for children (ptxas): on a
+    busy machine a steadier measure of the work than wall time."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _accel(kind: str, model: Any, inputs: tuple[Any, ...], loss: Any, opt: Any,
+           target: str) -> dict[str, Any]:
+    import torch
+
+    t0 = time.perf_counter()
+    import accel
+    from accel import phases
+
+    imported = time.perf_counter() - t0
+    options: dict[str, Any] = {"target": target}
+    if target == "nvgpu":
+        options["device"] = "sm_90"
+    with phases.recording(keep_ir=False) as rec:
+        cpu = _cpu_seconds()
+        start = time.perf_counter()
+        if loss is not None:
+            fn = accel.compile_train_step(model, loss, opt, inputs, options=options)
+        else:
+            fn = accel.compile(model, inputs, options=options)
+        seconds = time.perf_counter() - start
+        cpu = _cpu_seconds() - cpu
+    row: dict[str, Any] = {"compile_s": seconds, "compile_cpu_s": cpu, "import_s": imported,
+                           "cache_hit": rec.cache_hit, "phases": {}}
+    for p in rec.phases:
+        row["phases"][p.name] = row["phases"].get(p.name, 0.0) + p.seconds
+    if target == "cpu":  # the compiled code runs, and matches eager
+        with torch.no_grad():
+            if loss is None:
+                row["max_abs_err"] = float((fn(*inputs) - model(*inputs)).abs().max())
+            else:
+                row["loss"] = float(fn(*inputs))
+    return row
+
+
+def _inductor(model: Any, inputs: tuple[Any, ...], loss: Any, opt: Any) -> dict[str, Any]:
+    import torch
+
+    compiled = torch.compile(model)
+
+    def call() -> Any:
+        if loss is None:
+            with torch.no_grad():
+                return compiled(*inputs)
+        opt.zero_grad()
+        value = loss(compiled, *inputs)
+        value.backward()
+        opt.step()
+        return value
+
+    start = time.perf_counter()
+    call()
+    first = time.perf_counter() - start
+    steady = []
+    for _ in range(3):
+        start = time.perf_counter()
+        call()
+        steady.append(time.perf_counter() - start)
+    return {"compile_s": max(first - min(steady), 0.0), "first_call_s": first}
+
+
+def child(name: str, framework: str, target: str) -> dict[str, Any]:
+    kind, args = {**WORKLOADS, **QUICK_EXTRA}[name]
+    model, inputs, loss, opt = _build(kind, args)
+    if framework == "accel":
+        return _accel(kind, model, inputs, loss, opt, target)
+    return _inductor(model, inputs, loss, opt)
+
+
+# --- parent: one process per measurement ---------------------------------------------------
+
+
+def _spawn(name: str, framework: str, target: str, env: dict[str, str],
+           timeout: float) -> dict[str, Any]:
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--child", name, framework, target],
+                              capture_output=True, text=True, env=env, timeout=timeout,
+                              check=False, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode or not lines:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        return {"error": tail[0][:300]}
+    row = json.loads(lines[-1])
+    row["process_s"] = time.perf_counter() - start
+    return row
+
+
+def measure(name: str, framework: str, target: str, timeout: float,
+            warm: bool = True, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Cold (and warm, new process) compile seconds of one workload."""
+    base = {**os.environ, **(extra_env or {})}
+    with tempfile.TemporaryDirectory(prefix="accel-ct-") as tmp:
+        if framework == "accel":
+            env = {**base, "ACCEL_CACHE_DIR": f"{tmp}/accel"}
+            cold = _spawn(name, framework, target, env, timeout)
+            hot = _spawn(name, framework, target, env, timeout) if warm and \
+                "error" not in cold else {}
+        else:
+            env = {**base, "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/cold",
+                   "TORCHINDUCTOR_FX_GRAPH_CACHE": "0"}
+            cold = _spawn(name, framework, target, env, timeout)
+            hot = {}
+            if warm and "error" not in cold:
+                env = {**base, "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/warm",
+                       "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+                fill = _spawn(name, framework, target, env, timeout)
+                hot = _spawn(name, framework, target, env, timeout) if "error" not in fill \
+                    else fill
+    row = {"cold": cold}
+    if hot:
+        row["warm"] = hot
+    return row
+
+
+def fit(points: list[tuple[int, float]]) -> dict[str, float] | None:
+    """Least-squares seconds = a + b * layers over (layers, seconds) points."""
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if not sxx:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return {"a_s": my - b * mx, "b_s_per_layer": b}
+
+
+def _secs(row: dict[str, Any] | None) -> float | None:
+    return None if not row or "compile_s" not in row else row["compile_s"]
+
+
+def _cell(row: dict[str, Any] | None) -> str:
+    if not row:
+        return "-"
+    if "error" in row:
+        return "error"
+    return f"{row['compile_s']:.2f}"
+
+
+def _both(row: dict[str, Any] | None) -> str:
+    if not row or "compile_cpu_s" not in row:
+        return _cell(row)
+    return f"{row['compile_s']:.2f} ({row['compile_cpu_s']:.1f})"
+
+
+def table(results: dict[str, Any]) -> str:
+    host = results["host"]
+    lines = [f"Compile seconds on {host['cpu']} ({host['cores']} threads, "
+             f"{host.get('isa', '?')}), load average at start "
+             f"{host['loadavg_start'][0]:.1f}; one new process per cell.", "",
+             "| model | accel cold | accel cold CPU s | accel warm (new process) | "
+             "inductor cold | inductor warm | inductor cold / accel cold | "
+             "top accel phases (cold) |",
+             "|---|---|---|---|---|---|---|---|"]
+    variants = []
+    for name, row in results["rows"].items():
+        variants += [(name, k, v) for k, v in row.items() if k.startswith("accel ")]
+        acc, ind = row.get("accel", {}), row.get("inductor", {})
+        ratio = ""
+        a, i = _secs(acc.get("cold")), _secs(ind.get("cold"))
+        if a and i:
+            ratio = f"{i / a:.2f}x"
+        ph = (acc.get("cold") or {}).get("phases", {})
+        top = ", ".join(f"{k} {v:.1f}" for k, v in sorted(ph.items(), key=lambda kv: -kv[1])[:3])
+        cpu = (acc.get("cold") or {}).get("compile_cpu_s")
+        lines.append(f"| {name} | {_cell(acc.get('cold'))} | "
+                     f"{'-' if cpu is None else f'{cpu:.1f}'} | {_cell(acc.get('warm'))} | "
+                     f"{_cell(ind.get('cold'))} | {_cell(ind.get('warm'))} | {ratio} | {top} |")
+    if variants:
+        lines += ["", "| model | variant | accel cold s (CPU s) | default accel cold s "
+                  "(CPU s) |", "|---|---|---|---|"]
+        for name, label, v in variants:
+            lines.append(f"| {name} | {label[6:]} | {_both(v.get('cold'))} | "
+                         f"{_both(results['rows'][name].get('accel', {}).get('cold'))} |")
+    cross = results.get("cross", {})
+    if cross:
+        lines += ["", "| model | target | accel cold s |", "|---|---|---|"]
+        for key, row in cross.items():
+            name, target = key.rsplit("/", 1)
+            lines.append(f"| {name} | {target} | {_cell(row)} |")
+    for fw, f in results.get("fit", {}).items():
+        if f:
+            lines.append(f"\n{fw}: GPT-2 width 128 compile s = {f['a_s']:.2f} + "
+                         f"{f['b_s_per_layer']:.2f} x layers")
+    return "\n".join(lines)
+
+
+def _isa() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return "?"
+    keep = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_bf16",
+                        "amx_tile") if f in flags]
+    return " ".join(keep) or "?"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="GPT-2 2/6 layers, ResNet-18 w16")
+    parser.add_argument("--only", nargs="*", help="workload names (default: all)")
+    parser.add_argument("--frameworks", nargs="*", default=["accel", "inductor"])
+    parser.add_argument("--targets", nargs="*", default=["cpu"],
+                        help="accel targets; others than cpu cross-compile the GPT-2 models")
+    parser.add_argument("--accel-env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="also time accel cold with these environment variables set "
+                             "(e.g. ACCEL_SPLIT_FUNCTIONS=0: before/after in one run)")
+    parser.add_argument("--no-warm", action="store_true", help="cold compiles only")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
+    parser.add_argument("--out", default=RESULTS, help="results path without suffix")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
+    names = args.only or (QUICK if args.quick else list(WORKLOADS))
+    host = {**host_info(), "isa": _isa(),
+            "accel_compile_jobs": os.environ.get("ACCEL_COMPILE_JOBS", "default")}
+    results: dict[str, Any] = {"host": host, "quick": args.quick, "rows": {}, "cross": {},
+                               "fit": {}}
+    variants = dict(v.split("=", 1) for v in args.accel_env)
+    for name in names:
+        row = results["rows"].setdefault(name, {})
+        if variants and "accel" in args.frameworks:  # e.g. the compiler before a change
+            label = "accel " + " ".join(args.accel_env)
+            row[label] = measure(name, "accel", "cpu", args.timeout, warm=False,
+                                 extra_env=variants)
+            print(f"{name:16} {label} cold {_cell(row[label]['cold']):>8}", flush=True)
+        for fw in args.frameworks:
+            if fw == "accel" and "cpu" not in args.targets:
+                continue
+            row[fw] = measure(name, fw, "cpu", args.timeout, warm=not args.no_warm)
+            print(f"{name:16} {fw:9} cold {_cell(row[fw]['cold']):>8} "
+                  f"warm {_cell(row[fw].get('warm')):>8}", flush=True)
+        if name.startswith("gpt2") and "accel" in args.frameworks:
+            for target in (t for t in args.targets if t != "cpu"):
+                cold = measure(name, "accel", target, args.timeout, warm=False)["cold"]
+                results["cross"][f"{name}/{target}"] = cold
+                print(f"{name:16} accel/{target:6} cold {_cell(cold):>8}", flush=True)
+    for fw in args.frameworks:
+        points = [(n, s) for n in GPT2_LAYERS
+                  if (s := _secs(results["rows"].get(f"gpt2-{n}", {}).get(fw, {}).get("cold")))]
+        results["fit"][fw] = fit(points)
+    text = table(results)
+    print(text)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    with open(args.out + ".md", "w") as f:
+        f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
