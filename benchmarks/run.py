@@ -1,4 +1,5 @@
-"""Benchmark suite: accel vs numpy, torch eager, torch.compile (inductor) and IREE, one command.
+"""Benchmark suite: accel vs numpy, torch eager, torch.compile (inductor), onnxruntime and
+IREE, one command.
 
     .venv/bin/python benchmarks/run.py             # full run (~6 min on 2 cores)
     .venv/bin/python benchmarks/run.py --quick     # smaller sizes, shorter timing (< 2 min)
@@ -35,10 +36,10 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "latest.json")
-FRAMEWORKS = ["numpy", "torch", "inductor", "accel", "iree"]
-LABELS = {"numpy": "numpy", "torch": "eager", "inductor": "inductor", "accel": "accel",
-          "iree": "iree"}
-PEERS = ["numpy", "torch", "inductor", "iree"]  # ratio columns accel/peer
+FRAMEWORKS = ["numpy", "torch", "inductor", "onnxruntime", "accel", "iree"]
+LABELS = {"numpy": "numpy", "torch": "eager", "inductor": "inductor", "onnxruntime": "ort",
+          "accel": "accel", "iree": "iree"}
+PEERS = ["numpy", "torch", "inductor", "onnxruntime", "iree"]  # ratio columns accel/peer
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "ACCEL_NUM_THREADS")
 MLP_SIZES = (784, 512, 512, 10)
@@ -91,6 +92,16 @@ def _conv() -> tuple[Any, tuple[Any, ...]]:
     c, hw = CONV
     model = torch.nn.Conv2d(c, c, 3, padding=1, bias=False).eval()
     return model, (torch.randn(1, c, hw, hw),)
+
+
+def _resnet18() -> tuple[Any, tuple[Any, ...]]:
+    """benchmarks/zoo_models.py's ResNet-18 (torchvision's, BatchNorm calibrated), eval."""
+    try:
+        from benchmarks.zoo_models import resnet18
+    except ImportError:  # run as a script: benchmarks/ itself is on sys.path
+        from zoo_models import resnet18  # type: ignore[no-redef]
+    built = resnet18("full")
+    return built.model, built.inputs(0)
 
 
 def _mlp_model() -> Any:
@@ -161,6 +172,7 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("mlp_b1", "MLP 784-512-512-10 b=1", "us", _mlp(1)),
         Workload("mlp_b64", "MLP 784-512-512-10 b=64", "us", _mlp(64), compile_rows="mlp"),
         Workload("attention", f"attention {heads}h x {seq} x {dim}", "ms", _attention),
+        Workload("resnet18", "ResNet-18 1x3x224x224", "ms", _resnet18),
         Workload("gpt2_tiny", f"tiny GPT-2 fwd {GPT2_BATCH}x{GPT2_SEQ}", "ms", _gpt2,
                  compile_rows="gpt2"),
     ]
@@ -270,6 +282,9 @@ class Framework:
         if name == "iree":
             import iree.compiler  # noqa: F401 - fail early: "not installed"
             import iree.runtime  # noqa: F401
+        if name == "onnxruntime":  # pip install -e .[bench]
+            import onnx  # noqa: F401 - fail early: "not installed"
+            import onnxruntime  # noqa: F401
 
     def prepare(self, wl: Workload, model: Any, inputs: tuple[Any, ...]
                 ) -> tuple[Callable[[], Any], float | None]:
@@ -293,11 +308,43 @@ class Framework:
             return (lambda: fn(*inputs)), time.perf_counter() - start
         if self.name == "iree":
             return self._iree(wl, model, inputs)
+        if self.name == "onnxruntime":
+            return self._onnxruntime(wl, model, inputs)
         raise ValueError(self.name)
 
     def accel_options(self, cache: bool) -> dict[str, Any]:
         # Threads of accel's parallel loops, set before each call (process-wide).
         return {"cache": cache, "num_threads": self.threads}
+
+    def _onnxruntime(self, wl: Workload, model: Any, inputs: tuple[Any, ...]
+                     ) -> tuple[Callable[[], Any], float]:
+        """torch.onnx.export (dynamo) into a temporary file, an InferenceSession with all
+        graph optimisations and `threads` intra-op threads; compile time = export + session.
+        A plain function (matmul, attention) is wrapped in a module for the export."""
+        import onnxruntime as ort
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            fn = model
+
+            class Wrap(torch.nn.Module):
+                def forward(self, *args: Any) -> Any:
+                    return fn(*args)
+            model = Wrap()
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="ort-bench-") as folder:
+            path = os.path.join(folder, f"{wl.name}.onnx")
+            with contextlib.redirect_stdout(sys.stderr):
+                torch.onnx.export(model, inputs, path, dynamo=True, external_data=False)
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = self.threads
+            opts.inter_op_num_threads = 1
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        seconds = time.perf_counter() - start
+        feeds = {i.name: x.numpy() for i, x in zip(session.get_inputs(), inputs, strict=True)}
+        names = [session.get_outputs()[0].name]
+        return (lambda: torch.from_numpy(session.run(names, feeds)[0])), seconds
 
     def _iree(self, wl: Workload, model: Any, inputs: tuple[Any, ...]
               ) -> tuple[Callable[[], Any], float]:
@@ -513,10 +560,22 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _isa() -> str:
+    """The widest x86 vector ISA of the host (what accel's kernels compile for)."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                for isa in ("avx512f", "avx2", "avx", "sse4_2"):
+                    if isa in flags:
+                        return isa
+    return platform.machine()
+
+
 def host_info() -> dict[str, Any]:
     versions = {}
-    for dist in ("accel", "numpy", "torch", "transformers", "iree-base-compiler",
-                 "iree-base-runtime"):
+    for dist in ("accel", "numpy", "torch", "transformers", "onnxruntime", "onnx",
+                 "iree-base-compiler", "iree-base-runtime"):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -529,7 +588,7 @@ def host_info() -> dict[str, Any]:
     with contextlib.suppress(OSError), open("/proc/meminfo") as f:
         mem = round(int(f.readline().split()[1]) / 2 ** 20, 1)
     return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "cpu": _cpu_name(), "cores": all_threads(), "cpu_count": os.cpu_count(),
+            "cpu": _cpu_name(), "isa": _isa(), "cores": all_threads(), "cpu_count": os.cpu_count(),
             "mem_gib": mem, "machine": platform.machine(), "os": platform.platform(),
             "python": platform.python_version(), "versions": versions, "git_commit": commit,
             "loadavg_start": list(os.getloadavg())}
@@ -673,7 +732,7 @@ def main() -> None:
     host["wall_s"] = round(time.perf_counter() - start, 1)
 
     print(f"\naccel benchmarks ({'quick' if args.quick else 'full'}), {host['date']}, "
-          f"{host['cpu']}, {host['cores']} cores; median after warm-up")
+          f"{host['cpu']} ({host['isa']}), {host['cores']} cores; median after warm-up")
     print(table(results, shown, threads, rows, ratio))
     print("a/X = accel speed / X speed (> 1: accel faster); * = accel's 1-thread number (no "
           "all-threads result); n/s = not supported, n/a = not run by this framework")

@@ -64,6 +64,11 @@ def precision_passes(opts: Mapping[str, Any]) -> list[str]:
     return [] if mode == "default" else [f"{PRECISION}{{mode={mode}}}"]
 
 
+#: Goes right before MATMUL_KERNELS: NCHW f32 convolutions become calls to a kernel chosen
+#: by shape (1x1 as a GEMM on the input itself, others a direct register-tiled convolution;
+#: docs/cpu-codegen.md), so no im2col; what it leaves goes on to MATMUL_KERNELS' im2col.
+CONV_KERNELS = "accel-conv-kernels"
+
 #: Goes before AFFINE_FUSION at opt_level >= 1: large static f32 matmuls become calls to
 #: packed, register-tiled vector GEMM kernels (docs/cpu-codegen.md) before linalg turns
 #: into affine loops; the deallocation pipeline then frees the packing buffers.
@@ -96,9 +101,9 @@ PARALLEL_LOOPS = "accel-parallelize-loops"
 
 #: A model's long `main` as calls to private parts, each optimised by LLVM on its own (LLVM's
 #: loop passes cost O(nests²) per function: a tiny T5 took 27 s at -O1 whole, ~5 s split;
-#: docs/cpu-codegen.md). NOT in the default pipeline: with it BERT at 4 x 256 gave wrong
-#: results at opt_level 3 (under investigation); `pipelines` adds it only when the resolved
-#: options carry a true `split_functions` (no option of the table sets it yet).
+#: docs/compile-time.md); equal parts (repeated layers) are then kept once. `pipelines` adds
+#: it when the options carry a true `split_functions`, which `compile_mlir` sets by default
+#: (the `split_functions` option, or `$ACCEL_SPLIT_FUNCTIONS=0`, turns it off).
 SPLIT_FUNCTIONS = "accel-split-functions"
 
 LOWER_TO_LLVM: list[str] = [
@@ -173,7 +178,7 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
         fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
                 else p for p in fuse]
     at = BUFFERIZE.index(DEALLOCATE_MARK)
-    middle = [MATMUL_KERNELS] if lookup_pass(MATMUL_KERNELS) is not None else []
+    middle = [p for p in (CONV_KERNELS, MATMUL_KERNELS) if lookup_pass(p) is not None]
     if not opts["disable_affine_fusion"]:
         middle += AFFINE_FUSION
         if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:

@@ -1,0 +1,250 @@
+"""The direct convolution kernel of `accel-conv-kernels`, as MLIR text.
+
+`render_direct_conv(spec, tile, name)` returns a private `func.func @<name>(%X, %Wt, %O)`
+on memrefs computing `O += conv(X, Wt)` for one `linalg.conv_2d_nchw_fchw` (X already
+padded, NCHW; W FCHW; O NFHW), without im2col:
+
+    for n, fb in 0..F/FB, group of TG tiles:              P = OH*OW output positions
+      if first group (or first item): Wp[C][KH*KW][FB] = W[fb*FB:+FB] (zero past F)
+     [for each block of CB input channels (CHANNEL_BLOCK_BYTES; off by default):]
+     for t in the group's tiles (PT positions each):
+      p0 = min(t*PT, P - PT)                              the last tile overlaps
+      off[j] = (p/OW)*sh*W + (p%OW)*sw for p = p0 + j     input offset of position j
+      acc[FV][PT] = 0                                     FV*PT vector registers (FB lanes)
+      for c in 0..C (or the block):                       KH*KW taps unrolled in the body
+        for tap (kh, kw):
+          w[v] = vector.load Wp[c, tap, v*VL]             FV loads
+          for j: x = broadcast X[n, c, off[j] + kh*dh*W + kw*dw]
+                 acc[v][j] = fma(w[v], x, acc[v][j])
+      tile[PT][FB] = acc; O[n, fb*FB + f, p0 + j] += tile[j][f] (valid f, new positions)
+
+The accumulators are vectors over output channels (as oneDNN's blocked kernels), so every
+output size, stride and dilation runs full vectors: positions are the flattened OH*OW,
+the input read per position is a scalar broadcast. The write-back is scalar, PT*FB adds
+per C*KH*KW*FV*PT vector FMAs. Items (image, filter block, group of tiles; about ITEMS of
+them) run across threads with `parallel` (`accel_parallel_for` through `@name_entry`,
+`@name_body`); each body call packs a filter block's weights into its own panel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
+from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
+
+
+@dataclass(frozen=True)
+class ConvTile:
+    """Register tile of the direct kernel: FV vectors of VL output channels x PT positions."""
+
+    vl: int
+    fv: int
+    pt: int
+
+    @property
+    def fb(self) -> int:
+        return self.vl * self.fv
+
+
+def choose_conv_tile(spec: ConvSpec, vl: int) -> ConvTile:
+    """FV*PT accumulators + FV weight vectors + 1 broadcast in the vector registers (16 with
+    AVX2, 32 with AVX-512): two channel vectors when F fills them, else one and more
+    positions; never more positions than the output has."""
+    regs = 32 if vl >= 16 else 16
+    fv = 2 if spec.f > vl else 1
+    pt = min((regs - fv - 1) // fv, 14, spec.oh * spec.ow)
+    return ConvTile(vl=vl, fv=fv, pt=pt)
+
+
+#: Bytes of packed weights one channel block may take (stays in L1 while its tiles run);
+#: 0: no channel blocks. Off: on the shared 2-core host 16 KB blocks measured 1.1-1.3x
+#: slower on ResNet's 512-channel 7x7 layer (write-back per block), within the noise.
+CHANNEL_BLOCK_BYTES = 0
+#: Work items aimed at (image x filter block x tile group): enough for many threads.
+ITEMS = 64
+
+
+def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
+    """(channels per block CB, tiles per item TG, channel unroll) for `spec`: an item runs
+    its TG tiles once per block of CB input channels, so the block's CB*KH*KW*FB packed
+    weights stay in L1 across the tiles (ResNet's 512-channel layers: 295 KB per filter
+    block otherwise streamed from L2 per tile)."""
+    taps = spec.kh * spec.kw
+    unroll = 4 if taps == 1 and spec.c % 4 == 0 else (2 if taps < 4 and spec.c % 2 == 0
+                                                       else 1)
+    cb = max(unroll, CHANNEL_BLOCK_BYTES // (taps * tile.fb * 4) // unroll * unroll) \
+        if CHANNEL_BLOCK_BYTES else spec.c
+    ntiles = _ceil(spec.oh * spec.ow, tile.pt)
+    tile_items = spec.n * _ceil(spec.f, tile.fb) * ntiles
+    tg = min(ntiles, max(1, _ceil(tile_items, ITEMS)))
+    return min(cb, spec.c), tg, unroll
+
+
+def conv_items(spec: ConvSpec, tile: ConvTile) -> int:
+    """Independent work items: (image, filter block, group of position tiles)."""
+    _, tg, _ = conv_blocking(spec, tile)
+    return spec.n * _ceil(spec.f, tile.fb) * _ceil(_ceil(spec.oh * spec.ow, tile.pt), tg)
+
+
+def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
+                       parallel: bool = False, dealloc: bool = False) -> str:
+    """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
+    its items run through `accel_parallel_for` (the text then declares it, to verify on
+    its own). The packed panel of one filter block (per body call: per thread) is a
+    `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline."""
+    s, t = spec, tile
+    x_t, w_t, o_t = s.types()
+    fblocks = _ceil(s.f, t.fb)
+    taps = s.kh * s.kw
+    p = s.oh * s.ow
+    ntiles = _ceil(p, t.pt)
+    cb, tg, unroll = conv_blocking(s, t)
+    ngroups = _ceil(ntiles, tg)
+    items = s.n * fblocks * ngroups
+    wp_t = f"memref<{s.c}x{taps}x{t.fb}xf32>"
+    wp2_t = f"memref<{s.c * taps}x{t.fb}xf32>"
+    wf_t = f"memref<{s.f}x{s.c * taps}xf32>"
+    xf_t = f"memref<{s.n}x{s.c * s.h * s.w}xf32>"
+    of_t = f"memref<{s.n}x{s.f}x{p}xf32>"
+    tl_t = f"memref<{t.pt}x{t.fb}xf32>"
+    f32v = f"vector<{t.vl}xf32>"
+
+    # -- @name: the items, serially or on threads ----------------------------------------
+    e = _Emitter()
+    c0 = e.c(0)
+    if parallel:
+        e.emit("%one = llvm.mlir.constant(1 : i64) : i64")
+        arr = f"!llvm.array<3 x {_descriptor(4)}>"
+        e.emit(f"%ctx = llvm.alloca %one x {arr} : (i64) -> !llvm.ptr")
+        for i, (val, ty) in enumerate((("%X", x_t), ("%Wt", w_t), ("%O", o_t))):
+            d = e.op(f"builtin.unrealized_conversion_cast {val} : {ty} to {_descriptor(4)}")
+            ptr = e.op(f"llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
+            e.emit(f"llvm.store {d}, {ptr} : {_descriptor(4)}, !llvm.ptr")
+        for line in fork_join(f"{name}_entry", "%ctx", e.c(items)):
+            e.emit(line)
+    else:
+        e.emit(f"func.call @{name}_body(%X, %Wt, %O, {c0}, {e.c(items)}) : "
+               f"({x_t}, {w_t}, {o_t}, index, index) -> ()")
+    head = [f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
+    head += [f"    {n} = arith.constant {val} : index" for val, n in sorted(e.consts.items())]
+    text = [*head, *e.lines, "    return", "  }"]
+    if parallel:
+        arr = f"!llvm.array<3 x {_descriptor(4)}>"
+        text += [f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, "
+                 "%hi: index) {"]
+        for i, (val, ty) in enumerate((("X", x_t), ("Wt", w_t), ("O", o_t))):
+            text += [f"    %p{val} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> "
+                     f"!llvm.ptr, {arr}",
+                     f"    %d{val} = llvm.load %p{val} : !llvm.ptr -> {_descriptor(4)}",
+                     f"    %{val} = builtin.unrealized_conversion_cast %d{val} : "
+                     f"{_descriptor(4)} to {ty}"]
+        text += [f"    func.call @{name}_body(%X, %Wt, %O, %lo, %hi) : ({x_t}, {w_t}, "
+                 f"{o_t}, index, index) -> ()", "    return", "  }"]
+
+    # -- @name_body: items [lo, hi) -------------------------------------------------------
+    b = _Emitter()
+    c0, c1 = b.c(0), b.c(1)
+    b.emit(f"%Xf = memref.collapse_shape %X [[0], [1, 2, 3]] : {x_t} into {xf_t}")
+    b.emit(f"%Of = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {of_t}")
+    b.emit(f"%T = memref.alloca() {{alignment = 64 : i64}} : {tl_t}")
+    b.emit(f"%zv = arith.constant dense<0.0> : {f32v}")
+    b.emit("%zero = arith.constant 0.0 : f32")
+    b.emit(f"%Wp = memref.alloc() {{alignment = 64 : i64}} : {wp_t}")
+    b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
+    b.emit(f"%Wp2 = memref.collapse_shape %Wp [[0, 1], [2]] : {wp_t} into {wp2_t}")
+    b.open_for("%it", "%lo", "%hi", c1)
+    # item = (n * fblocks + fb) * ngroups + group
+    tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
+    nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
+    fb = b.op(f"arith.remui {nf}, {b.c(fblocks)} : index")
+    n = b.op(f"arith.divui {nf}, {b.c(fblocks)} : index")
+    # The filter block's panel Wp[c][tap][FB] (zero past F), packed by the first item of
+    # each (image, block) and by this call's first item.
+    need = b.op(f"arith.ori {b.cmp('eq', '%it', '%lo')}, {b.cmp('eq', tgi, c0)} : i1")
+    b.emit(f"scf.if {need} {{")
+    b.indent += 1
+    pf0 = b.mul(fb, b.c(t.fb))
+    pfv = b.min(b.c(t.fb), b.sub(b.c(s.f), pf0))
+    b.open_for("%pf", c0, pfv, c1)
+    pf = b.add(pf0, "%pf")
+    b.open_for("%pr", c0, b.c(s.c * taps), c1)
+    pw = b.op(f"memref.load %Wf[{pf}, %pr] : {wf_t}")
+    b.emit(f"memref.store {pw}, %Wp2[%pr, %pf] : {wp2_t}")
+    b.close()
+    b.close()
+    b.open_for("%pf", pfv, b.c(t.fb), c1)
+    b.open_for("%pr", c0, b.c(s.c * taps), c1)
+    b.emit(f"memref.store %zero, %Wp2[%pr, %pf] : {wp2_t}")
+    b.close()
+    b.close()
+    b.close()
+    t_lo = b.mul(tgi, b.c(tg))
+    t_hi = b.min(b.add(t_lo, b.c(tg)), b.c(ntiles))
+    c_lo, c_hi = c0, b.c(s.c)
+    if cb < s.c:
+        b.open_for("%cb", c0, b.c(s.c), b.c(cb))
+        c_lo, c_hi = "%cb", b.min(b.add("%cb", b.c(cb)), b.c(s.c))
+    b.open_for("%tt", t_lo, t_hi, c1)
+    start = b.mul("%tt", b.c(t.pt))
+    p0 = b.min(start, b.c(p - t.pt))
+    skip = b.sub(start, p0)  # positions of the tile an earlier tile wrote
+    offs = []
+    for j in range(t.pt):
+        pj = b.add(p0, b.c(j))
+        oh = b.op(f"arith.divui {pj}, {b.c(s.ow)} : index")
+        ow = b.op(f"arith.remui {pj}, {b.c(s.ow)} : index")
+        offs.append(b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))))
+    accs = [f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)]
+    init = ", ".join(f"{a} = %zv" for a in accs)
+    types = ", ".join([f32v] * len(accs))
+    res = b.fresh("r")
+    b.emit(f"{res}:{len(accs)} = scf.for %c = {c_lo} to {c_hi} step {b.c(unroll)} "
+           f"iter_args({init}) -> ({types}) {{")
+    b.indent += 1
+    cur = {(v, j): f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)}
+    for u in range(unroll):
+        cu = b.add("%c", b.c(u)) if u else "%c"
+        cbase = b.mul(cu, b.c(s.h * s.w))
+        for k in range(taps):
+            kh_, kw_ = divmod(k, s.kw)
+            koff = kh_ * s.dh * s.w + kw_ * s.dw
+            base = b.add(cbase, b.c(koff)) if koff else cbase
+            ws = [b.op(f"vector.load %Wp[{cu}, {b.c(k)}, {b.c(v * t.vl)}] : {wp_t}, "
+                       f"{f32v}", "w") for v in range(t.fv)]
+            for j in range(t.pt):
+                x = b.op(f"memref.load %Xf[{n}, {b.add(base, offs[j])}] : {xf_t}", "x")
+                xb = b.op(f"vector.broadcast {x} : f32 to {f32v}", "xb")
+                for v in range(t.fv):
+                    cur[v, j] = b.op(f"vector.fma {ws[v]}, {xb}, {cur[v, j]} : {f32v}", "a")
+    b.emit(f"scf.yield {', '.join(cur[v, j] for v in range(t.fv) for j in range(t.pt))} : "
+           f"{types}")
+    b.close()
+    for v in range(t.fv):
+        for j in range(t.pt):
+            b.emit(f"vector.store {res}#{v * t.pt + j}, %T[{b.c(j)}, {b.c(v * t.vl)}] : "
+                   f"{tl_t}, {f32v}")
+    f0 = b.mul(fb, b.c(t.fb))
+    fvalid = b.min(b.c(t.fb), b.sub(b.c(s.f), f0))
+    b.open_for("%fl", c0, fvalid, c1)
+    fo = b.add(f0, "%fl")
+    b.open_for("%j", skip, b.c(t.pt), c1)
+    po = b.add(p0, "%j")
+    tv = b.op(f"memref.load %T[%j, %fl] : {tl_t}")
+    ov = b.op(f"memref.load %Of[{n}, {fo}, {po}] : {of_t}")
+    sm = b.op(f"arith.addf {ov}, {tv} : f32")
+    b.emit(f"memref.store {sm}, %Of[{n}, {fo}, {po}] : {of_t}")
+    b.close()
+    b.close()
+    b.close()
+    b.close()
+    if cb < s.c:
+        b.close()
+    if dealloc:
+        b.emit(f"memref.dealloc %Wp : {wp_t}")
+    text += [f"  func.func private @{name}_body(%X: {x_t}, %Wt: {w_t}, %O: {o_t}, "
+             "%lo: index, %hi: index) {"]
+    text += [f"    {n_} = arith.constant {val} : index" for val, n_ in sorted(b.consts.items())]
+    text += [*b.lines, "    return", "  }"]
+    decl = [f"  {PARALLEL_FOR_DECL}"] if parallel else []
+    return "\n".join(["module {", *decl, *text, "}"])

@@ -1,0 +1,214 @@
+"""`accel-conv-kernels`: f32 convolutions on memrefs -> a kernel chosen by shape.
+
+Why: `accel-matmul-microkernel` lowers every `linalg.conv_2d_nchw_fchw` as im2col + GEMM,
+which writes C*KH*KW x OH*OW values per image (7 MB for a 64-channel 3x3 layer at 56x56)
+and packs them again for the GEMM, and leaves convolutions with fewer than 16 filters as
+scalar loops (a 16->8 channel conv: 9 ms against eager's 0.7 ms). This pass runs first
+and takes the convolutions it has a better kernel for:
+
+- 1x1, stride 1, unpadded (H = OH, W = OW): each image's output is the GEMM
+  W (F x C) @ X[n] (C x H*W); the GEMM kernel of `accel-matmul-microkernel` is called
+  on the input itself (no im2col copy), when that GEMM passes its thresholds.
+- every other groups = 1 conv with at least `min-flops` MACs: a direct convolution
+  (`passes/_conv_kernel.py`), the weights packed into filter blocks of FB = FV*VL, an
+  FV x PT register tile of accumulators over (output channels, output positions), the
+  input read as broadcast scalars, no im2col; large ones run their (image, filter
+  block, position tile) items across threads (`parallel`).
+
+    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x64x58x58xf32>, memref<64x64x3x3xf32>)
+                             outs(%o : memref<1x64x56x56xf32>)
+  ->
+    func.call @accel_dconv_1x64x58x58_64x3x3_<h>(%x, %w, %o)
+
+The kernels accumulate into the output (`O += conv`), as the linalg op does, so the bias
+fill before it stays. It runs where `accel-matmul-microkernel` does (after One-Shot
+Bufferize, before affine fusion and deallocation), before it; what it leaves (grouped
+convs, other element types, dynamic shapes) goes on to that pass. `dealloc` frees the
+packed weights in the kernel (when running after the deallocation pipeline).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
+from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
+from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
+from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.matmul_microkernel import (
+    MatmulMicrokernel,
+    _add_kernel,
+    _move_new_funcs,
+    _pair,
+    _row_major,
+    _static_f32,
+    host_vector_lanes,
+    match_conv,
+)
+
+_CONV = "linalg.conv_2d_nchw_fchw"
+_DEPTHWISE = "linalg.depthwise_conv_2d_nchw_chw"
+
+
+def match_depthwise(op: Operation, min_flops: int) -> DepthwiseSpec | None:
+    """The spec of a static f32 `linalg.depthwise_conv_2d_nchw_chw` on row-major memrefs
+    with a width stride of 1 or 2 and at least `min_flops` MACs, or None."""
+    if op.name != _DEPTHWISE or len(op.operands) != 3 or op.results:
+        return None
+    types = [_static_f32(v) for v in op.operands]
+    if any(t is None or not _row_major(t) for t in types) \
+            or [t.rank for t in types] != [4, 3, 4]:
+        return None
+    strides, dilations = _pair(op, "strides"), _pair(op, "dilations")
+    if strides is None or dilations is None or strides[1] not in (1, 2):
+        return None
+    (n, c, h, w), (c2, kh, kw), (n2, c3, oh, ow) = (list(t.shape) for t in types)
+    (sh, sw), (dh, dw) = strides, dilations
+    if (n, c, c) != (n2, c2, c3) or (oh - 1) * sh + (kh - 1) * dh >= h \
+            or (ow - 1) * sw + (kw - 1) * dw >= w:
+        return None
+    spec = DepthwiseSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+                         dh=dh, dw=dw)
+    return spec if spec.macs() >= min_flops else None
+
+
+def _uncollapsed_weight(op: Operation, spec: DepthwiseSpec) -> ir.Value | None:
+    """The C x 1 x KH x KW weight under torch-mlir's `memref.collapse_shape` of a depthwise
+    conv's weight, or None."""
+    owner = op.operands[1].owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or \
+            owner.operation.name != "memref.collapse_shape":
+        return None
+    source = owner.operation.operands[0]
+    t = _static_f32(source)
+    if t is None or not _row_major(t) or list(t.shape) != [spec.c, 1, spec.kh, spec.kw]:
+        return None
+    return source
+
+
+def _name(prefix: str, spec: ConvSpec | DepthwiseSpec, key: str) -> str:
+    digest = hashlib.sha1(f"{spec}{key}".encode()).hexdigest()[:8]
+    f = getattr(spec, "f", spec.c)
+    return f"{prefix}_{spec.n}x{spec.c}x{spec.h}x{spec.w}_{f}x{spec.kh}x{spec.kw}_{digest}"
+
+
+def is_pointwise(spec: ConvSpec) -> bool:
+    """1x1, stride 1, no padding: X[n] viewed as C x H*W is the GEMM's B as it is."""
+    return (spec.kh, spec.kw, spec.sh, spec.sw) == (1, 1, 1, 1) \
+        and (spec.h, spec.w) == (spec.oh, spec.ow)
+
+
+def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec) -> str:
+    """`@name(%X, %Wt, %O)`: per image, `@gemm(W as F x C, X[n] as C x P, O[n] as F x P)`."""
+    s = spec
+    x_t, w_t, o_t = s.types()
+    p = s.h * s.w
+    lines = [
+        "module {",
+        f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})",
+        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{",
+        "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
+        f"    %cn = arith.constant {s.n} : index",
+        f"    %Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}",
+        f"    %X3 = memref.collapse_shape %X [[0], [1], [2, 3]] : {x_t} into "
+        f"memref<{s.n}x{s.c}x{p}xf32>",
+        f"    %O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into "
+        f"memref<{s.n}x{s.f}x{p}xf32>",
+        "    scf.for %n = %c0 to %cn step %c1 {",
+        f"      %xn = memref.subview %X3[%n, 0, 0] [1, {s.c}, {p}] [1, 1, 1] : "
+        f"memref<{s.n}x{s.c}x{p}xf32> to {g.b_type}",
+        f"      %on = memref.subview %O3[%n, 0, 0] [1, {s.f}, {p}] [1, 1, 1] : "
+        f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}",
+        f"      func.call @{gemm}(%Wm, %xn, %on) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()",
+        "    }", "    return", "  }", "}"]
+    return "\n".join(lines)
+
+
+@register_pass
+@dataclass(frozen=True)
+class ConvKernels(ModulePass):
+    """Lowers static f32 NCHW convolutions to pointwise GEMMs or direct conv kernels."""
+
+    name = "accel-conv-kernels"
+    #: f32 lanes per vector (0: the host's, 16 with AVX-512, 8 with AVX2).
+    vector_width: int = field(default=0, metadata={"help": "f32 lanes (0: host)"})
+    #: Smallest N*F*OH*OW*C*KH*KW matched: below it the loops are as good.
+    min_flops: int = field(default=1 << 16, metadata={"help": "smallest MACs matched"})
+    #: Free the packed weights in the kernel (only after the deallocation pipeline).
+    dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
+    #: Run large kernels across threads with `accel_parallel_for`.
+    parallel: bool = field(default=True, metadata={"help": "multi-threaded kernels"})
+    #: Smallest MACs run in parallel (as `accel-matmul-microkernel`'s threshold).
+    parallel_min_flops: int = field(default=PARALLEL_MIN_MACS,
+                                    metadata={"help": "smallest MACs run in parallel"})
+    #: 1x1 stride-1 convs as GEMMs on the input itself (false: direct kernel for them too).
+    pointwise_gemm: bool = field(default=True, metadata={"help": "1x1 convs as GEMMs"})
+
+    def __post_init__(self) -> None:
+        if self.vector_width not in (0, 4, 8, 16):
+            raise ValueError("vector-width must be 0, 4, 8 or 16")
+        if min(self.min_flops, self.parallel_min_flops) < 0:
+            raise ValueError("sizes must not be negative")
+
+    def apply(self, module: Operation) -> None:
+        vl = self.vector_width or host_vector_lanes()
+        mm = MatmulMicrokernel(vector_width=self.vector_width, dealloc=self.dealloc,
+                               parallel=self.parallel,
+                               parallel_min_flops=self.parallel_min_flops)
+        tiles = mm.tiles()
+        known = {str(ir.StringAttr(f.attributes["sym_name"]).value)
+                 for f in ops_named(module, ("func.func",))}
+        for op in ops_named(module, (_DEPTHWISE,)):
+            dspec = match_depthwise(op, self.min_flops)
+            if dspec is None:
+                continue
+            parallel = self.parallel and dspec.macs() >= self.parallel_min_flops \
+                and items_of(dspec) >= 2
+            w4 = _uncollapsed_weight(op, dspec)
+            if w4 is not None:
+                dspec = replace(dspec, w4=True)
+            name = _name("accel_dwconv", dspec, f"{vl}{parallel}")
+            if name not in known:
+                _move_new_funcs(module, render_depthwise(dspec, vl, name, parallel=parallel),
+                                known)
+            self._replace(op, name, w4)
+        for op in ops_named(module, (_CONV,)):
+            spec = match_conv(op, 1, self.min_flops)
+            if spec is None:
+                continue
+            macs = spec.n * spec.f * spec.oh * spec.ow * spec.c * spec.kh * spec.kw
+            parallel = self.parallel and macs >= self.parallel_min_flops
+            g = spec.gemm()
+            if (self.pointwise_gemm and is_pointwise(spec)
+                    and min(g.m, g.n, g.k) >= mm.min_size and macs >= mm.min_flops):
+                p = spec.h * spec.w
+                g = GemmSpec(m=spec.f, n=p, k=spec.c, a_type=f"memref<{spec.f}x{spec.c}xf32>",
+                             b_type=f"memref<{spec.c}x{p}xf32, strided<[{p}, 1], offset: ?>>",
+                             c_type=f"memref<{spec.f}x{p}xf32, strided<[{p}, 1], offset: ?>>")
+                gemm = _add_kernel(module, g, tiles, self.dealloc, known,
+                                   self.parallel_min_flops if self.parallel else None)
+                name = _name("accel_pwconv", spec, gemm)
+                if name not in known:
+                    _move_new_funcs(module, render_pointwise(spec, name, gemm, g), known)
+            else:
+                tile = choose_conv_tile(spec, vl)
+                parallel = parallel and conv_items(spec, tile) >= 2
+                name = _name("accel_dconv", spec, f"{tile}{parallel}{self.dealloc}")
+                if name not in known:
+                    text = render_direct_conv(spec, tile, name, parallel=parallel,
+                                              dealloc=self.dealloc)
+                    _move_new_funcs(module, text, known)
+            self._replace(op, name)
+
+    @staticmethod
+    def _replace(op: Operation, name: str, weight: ir.Value | None = None) -> None:
+        """`op` -> `func.call @name(its operands)` (`weight` instead of the second one)."""
+        operands = list(op.operands)
+        if weight is not None:
+            operands[1] = weight
+        with InsertionPoint(op), op.location:
+            ir.Operation.create("func.call", results=[], operands=operands,
+                                attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+        op.erase()

@@ -1,0 +1,164 @@
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=16 min-flops=0 parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
+
+// A 3x3 conv (input already padded): a direct kernel. @K runs the (image, filter block,
+// position tile) items of @K_body; the first item of each (image, block) packs the block's
+// weights into a panel Wp[C][KH*KW][FB] (AVX2: FB = 2 x 8 lanes, zero past F); each item
+// keeps FV x PT = 2 x 6 vector accumulators over the C loop (the 9 taps unrolled: 2 weight
+// loads, 6 broadcast inputs, 12 FMAs per tap) and adds them to O through a stack tile.
+// CHECK-LABEL: func.func @conv3x3
+// CHECK-NOT:   linalg.conv_2d_nchw_fchw
+// CHECK:       call @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<1x32x18x18xf32>, memref<32x32x3x3xf32>, memref<1x32x16x16xf32>) -> ()
+// CHECK:       func.func private @[[K]](%[[X:.*]]: memref<1x32x18x18xf32>, %[[W:.*]]: memref<32x32x3x3xf32>, %[[O:.*]]: memref<1x32x16x16xf32>)
+// CHECK-NOT:     accel_parallel_for
+// CHECK:         call @[[K]]_body(%[[X]], %[[W]], %[[O]], %c0, %c44)
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<1x32x18x18xf32> into memref<1x10368xf32>
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<6x16xf32>
+// CHECK:         %[[WP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x9x16xf32>
+// CHECK:         %[[WF:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<32x32x3x3xf32> into memref<32x288xf32>
+// CHECK:         scf.if
+// CHECK:           memref.load %[[WF]]
+// CHECK:           memref.store %{{.*}} : memref<288x16xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2: vector.load %[[WP]]{{.*}} : memref<32x9x16xf32>, vector<8xf32>
+// CHECK:           vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK-COUNT-2:   vector.fma
+// CHECK-COUNT-12: vector.store %{{.*}} : memref<6x16xf32>, vector<8xf32>
+// CHECK:         arith.addf
+// CHECK:         memref.store %{{.*}} : memref<1x32x256xf32>
+// CHECK-NOT:     memref.dealloc
+// Threads (parallel-min-flops=0): the three descriptors into a stack context, the items run
+// by accel_parallel_for through @K_entry. AVX-512: FB = 2 x 16 lanes, 2 x 14 accumulators.
+// PAR-LABEL: func.func @conv3x3
+// PAR:       func.func private @accel_parallel_for(
+// PAR:       func.func private @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](
+// PAR:         llvm.alloca %{{.*}} x !llvm.array<3 x struct<(ptr, ptr, i64, array<4 x i64>, array<4 x i64>)>>
+// PAR:         %[[F:.*]] = constant @[[K]]_entry : (!llvm.ptr, index, index) -> ()
+// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c19)
+// PAR:       func.func private @[[K]]_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
+// PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
+// PAR:       func.func private @[[K]]_body(
+// PAR:         memref.alloca() {alignment = 64 : i64} : memref<14x32xf32>
+// PAR:         memref.alloc() {alignment = 64 : i64} : memref<32x9x32xf32>
+// PAR:         vector.fma %{{.*}} : vector<16xf32>
+func.func @conv3x3(%x: memref<1x32x18x18xf32>, %w: memref<32x32x3x3xf32>, %o: memref<1x32x16x16xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x32x18x18xf32>, memref<32x32x3x3xf32>) outs(%o : memref<1x32x16x16xf32>)
+  return
+}
+
+// -----
+
+// Few filters (F = 5 < 8 lanes), stride 3, 16 output positions: one vector of filters (the
+// packing pads it with zeros), PT = 14 positions; the last tile starts at 16 - 14 = 2 and
+// skips the positions the first one wrote. Convs below 16 filters were scalar loops.
+// CHECK-LABEL: func.func @few_filters
+// CHECK:       call @[[K:accel_dconv_1x8x13x13_5x3x3_[0-9a-f]+]](
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<14x8xf32>
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<8x9x8xf32>
+// CHECK:         arith.minsi %c8, %{{.*}} : index
+// CHECK:         memref.store %cst{{.*}} : memref<72x8xf32>
+// CHECK:         arith.minsi %{{.*}}, %c2 : index
+func.func @few_filters(%x: memref<1x8x13x13xf32>, %w: memref<5x8x3x3xf32>, %o: memref<1x5x4x4xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<3> : vector<2xi64>}
+    ins(%x, %w : memref<1x8x13x13xf32>, memref<5x8x3x3xf32>) outs(%o : memref<1x5x4x4xf32>)
+  return
+}
+
+// -----
+
+// 1x1, stride 1, unpadded: per image the GEMM kernel on W (F x C) and the input itself
+// (X[n] viewed as C x H*W, a subview): no im2col buffer.
+// CHECK-LABEL: func.func @pointwise
+// CHECK:       call @[[C:accel_pwconv_2x32x8x8_64x1x1_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[G:accel_gemm_64x64x32_nn_[0-9a-f_]+]](%{{.*}}: memref<64x32xf32>, %{{.*}}: memref<32x64xf32, strided<[64, 1], offset: ?>>, %{{.*}}: memref<64x64xf32, strided<[64, 1], offset: ?>>)
+// CHECK:       func.func private @[[C]](
+// CHECK-NOT:     memref.alloc
+// CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<64x32x1x1xf32> into memref<64x32xf32>
+// CHECK:         scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// CHECK:           %[[XN:.*]] = memref.subview %{{.*}}[%[[N]], 0, 0] [1, 32, 64] [1, 1, 1] : memref<2x32x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:           %[[ON:.*]] = memref.subview %{{.*}}[%[[N]], 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:           call @[[G]](%{{.*}}, %[[XN]], %[[ON]])
+func.func @pointwise(%x: memref<2x32x8x8xf32>, %w: memref<64x32x1x1xf32>, %o: memref<2x64x8x8xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<2x32x8x8xf32>, memref<64x32x1x1xf32>) outs(%o : memref<2x64x8x8xf32>)
+  return
+}
+
+// -----
+
+// Not matched: grouped convs (accel-matmul-microkernel's im2col takes them), f16, dynamic
+// shapes and linalg on tensors.
+// CHECK-LABEL: func.func @not_matched
+// CHECK:       linalg.conv_2d_ngchw_gfchw
+// CHECK:       linalg.conv_2d_nchw_fchw {{.*}} memref<1x16x10x10xf16>
+// CHECK:       linalg.conv_2d_nchw_fchw {{.*}} memref<?x16x10x10xf32>
+// CHECK:       linalg.conv_2d_nchw_fchw {{.*}} tensor<1x16x10x10xf32>
+// CHECK-NOT:   call
+func.func @not_matched(%x: memref<1x2x16x10x10xf32>, %w: memref<2x16x16x3x3xf32>, %o: memref<1x2x16x8x8xf32>,
+                       %xh: memref<1x16x10x10xf16>, %wh: memref<16x16x3x3xf16>, %oh: memref<1x16x8x8xf16>,
+                       %xd: memref<?x16x10x10xf32>, %wd: memref<16x16x3x3xf32>, %od: memref<?x16x8x8xf32>,
+                       %xt: tensor<1x16x10x10xf32>, %wt: tensor<16x16x3x3xf32>, %ot: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x2x16x10x10xf32>, memref<2x16x16x3x3xf32>) outs(%o : memref<1x2x16x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%xh, %wh : memref<1x16x10x10xf16>, memref<16x16x3x3xf16>) outs(%oh : memref<1x16x8x8xf16>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%xd, %wd : memref<?x16x10x10xf32>, memref<16x16x3x3xf32>) outs(%od : memref<?x16x8x8xf32>)
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%xt, %wt : tensor<1x16x10x10xf32>, tensor<16x16x3x3xf32>) outs(%ot : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %r : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// Depthwise (torch-mlir collapses the C x 1 x 3 x 3 weight): the call takes the weight
+// under the collapse_shape (a view passed to a call keeps affine fusion off the function).
+// Per (image, channel) item: the 9 weights broadcast once, then per output row VL-wide
+// blocks of O += taps (one unaligned load each at stride 1), the last block of the row
+// (10 = 8 + 2) with masked loads and a masked store.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:       call @[[K:accel_dwconv_1x16x12x12_16x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<1x16x12x12xf32>, memref<16x1x3x3xf32>, memref<1x16x10x10xf32>) -> ()
+// CHECK:       func.func private @[[K]]_body(
+// CHECK-COUNT-9: vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c8 step %c8
+// CHECK-COUNT-9:   vector.fma
+// CHECK:           vector.store
+// CHECK:         arith.constant dense<[true, true, false, false, false, false, false, false]> : vector<8xi1>
+// CHECK:         vector.maskedload
+// CHECK:         vector.maskedstore
+func.func @depthwise(%x: memref<1x16x12x12xf32>, %w: memref<16x1x3x3xf32>, %o: memref<1x16x10x10xf32>) {
+  %wc = memref.collapse_shape %w [[0, 1], [2], [3]] : memref<16x1x3x3xf32> into memref<16x3x3xf32>
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %wc : memref<1x16x12x12xf32>, memref<16x3x3xf32>) outs(%o : memref<1x16x10x10xf32>)
+  return
+}
+
+// -----
+
+// Depthwise, stride 2: per tap two loads (at the block's start and 7 further) and one
+// shuffle of the even elements of the first and the odd ones of the second.
+// CHECK-LABEL: func.func @depthwise_stride2
+// CHECK:       call @[[K:accel_dwconv_2x8x33x33_8x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:         vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 9, 11, 13, 15] : vector<8xf32>, vector<8xf32>
+// CHECK:         vector.fma
+func.func @depthwise_stride2(%x: memref<2x8x33x33xf32>, %w: memref<8x3x3xf32>, %o: memref<2x8x16x16xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+    ins(%x, %w : memref<2x8x33x33xf32>, memref<8x3x3xf32>) outs(%o : memref<2x8x16x16xf32>)
+  return
+}
+
+// -----
+
+// Not matched: a depthwise conv with a width stride of 3 (stays loops).
+// CHECK-LABEL: func.func @depthwise_stride3
+// CHECK:       linalg.depthwise_conv_2d_nchw_chw
+// CHECK-NOT:   call
+func.func @depthwise_stride3(%x: memref<1x8x32x32xf32>, %w: memref<8x3x3xf32>, %o: memref<1x8x10x10xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<3> : vector<2xi64>}
+    ins(%x, %w : memref<1x8x32x32xf32>, memref<8x3x3xf32>) outs(%o : memref<1x8x10x10xf32>)
+  return
+}

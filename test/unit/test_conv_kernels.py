@@ -1,0 +1,238 @@
+"""accel-conv-kernels (passes/conv_kernels.py, _conv_kernel.py, _depthwise_kernel.py): NCHW f32
+convolutions as direct register-tiled kernels, depthwise ones vectorised along the row, 1x1
+stride 1 as GEMMs on the input itself; numerics
+against eager through accel.compile, torch.compile(backend="accel") and compile_mlir (the
+AVX-512 tile on this host), threads, and an AOT build for x86-64-v4."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import accel
+import numpy as np
+import pytest
+from accel import phases
+from accel.passes._conv_kernel import ConvTile, choose_conv_tile
+from accel.passes._gemm_kernel import ConvSpec
+from accel.pipeline import run_pipeline
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-4, 1e-4
+
+
+@pytest.fixture
+def threads():
+    """Sets the JIT's thread count for a test and restores it after."""
+    from accel.targets.cpu import parallel
+
+    before = parallel.num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
+
+
+def _compile(model: torch.nn.Module, x: torch.Tensor) -> tuple[accel.CompiledModule, str]:
+    """(accel.compile at opt_level 1, the IR after bufferization)."""
+    with phases.recording(keep_ir=True) as rec:
+        fn = accel.compile(model, (x,), options={"cache": False, "opt_level": 1})
+    return fn, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+def _calls(ir: str, prefix: str) -> int:
+    """Calls that replaced convs (not a kernel's calls of its own body, entry or parts)."""
+    names = re.findall(rf"call @({prefix}\w+)\(", ir)
+    return sum(re.search(r"_(body|entry)(_part\d+)?$", n) is None for n in names)
+
+
+# (batch, C, F, H=W, kernel, stride, padding, dilation, bias)
+CASES = [
+    (1, 32, 32, 14, 3, 1, 1, 1, False),  # ResNet 3x3: 2 x 8 filters x 6 positions (AVX2)
+    (2, 16, 8, 12, 3, 1, 1, 1, True),  # 8 filters (were scalar loops), two images, bias
+    (1, 3, 24, 30, 7, 2, 3, 1, True),  # stem: 7x7 stride 2 on 3 channels
+    (1, 24, 40, 11, 3, 2, 1, 1, False),  # stride 2, F not a multiple of the filter block
+    (1, 20, 12, 13, 3, 1, 2, 2, True),  # dilation 2
+    (1, 64, 5, 9, 5, 3, 1, 1, False),  # 5 filters, stride 3: 9 positions < one tile
+    (1, 32, 48, 16, 1, 2, 0, 1, False),  # 1x1 stride 2 (ResNet downsample): direct kernel
+]
+
+
+@pytest.mark.parametrize("n,c,f,hw,k,s,p,d,bias", CASES)
+def test_direct_conv_matches_eager(n, c, f, hw, k, s, p, d, bias):
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(c, f, k, stride=s, padding=p, dilation=d, bias=bias).eval()
+    x = torch.randn(n, c, hw, hw)
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dconv_") == 1
+    assert "linalg.conv_2d_nchw_fchw" not in ir and "accel_conv_" not in ir  # no im2col
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_pointwise_conv_is_a_gemm_on_the_input():
+    """1x1, stride 1: the GEMM kernel reads the input itself (no im2col, no packing
+    buffer of the conv's own)."""
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(48, 64, 1, bias=True).eval()
+    x = torch.randn(2, 48, 10, 10)
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_pwconv_") == 1 and _calls(ir, "accel_dconv_") == 0
+    assert "_im2col" not in ir
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+# (batch, C, H=W, kernel, stride, padding, dilation)
+DEPTHWISE = [
+    (1, 32, 20, 3, 1, 1, 1),  # MobileNet: 20 = 2 full blocks of 8 + a masked 4
+    (2, 48, 17, 3, 2, 1, 1),  # stride 2: shuffles, 9 outputs = 8 + a masked 1
+    (1, 64, 13, 5, 2, 2, 1),  # 5x5 stride 2: 7 outputs, one masked block per row
+    (1, 64, 18, 3, 1, 2, 2),  # dilation 2
+]
+
+
+@pytest.mark.parametrize("n,c,hw,k,s,p,d", DEPTHWISE)
+def test_depthwise_conv_matches_eager(n, c, hw, k, s, p, d):
+    """groups = channels, with BatchNorm and ReLU6 after it (MobileNetV2): the depthwise
+    kernel, and the epilogue still fused (one nest after the call)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(c, c, k, stride=s, padding=p, dilation=d, groups=c, bias=False),
+        torch.nn.BatchNorm2d(c), torch.nn.ReLU6()).eval()
+    with torch.no_grad():  # non-trivial BatchNorm statistics
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    x = torch.randn(n, c, hw, hw)
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dwconv_") == 1 and "linalg.depthwise" not in ir
+    main = ir.split("func.func private", 1)[0]
+    assert main.count("memref.alloc()") <= 6  # BN + ReLU6 fused (unfused: 18 buffers)
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_threaded_depthwise_matches_eager(threads):
+    threads(2)
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(96, 96, 3, stride=2, padding=1, groups=96).eval()
+    x = torch.randn(2, 96, 111, 111)  # 2*96*56*56*9 = 10.8M MACs: threaded
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dwconv_") == 1 and "call @accel_parallel_for" in ir
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_threaded_direct_conv_matches_eager(threads):
+    """Above parallel-min-flops (2^23 MACs) the (image, filter block, tile) items run on
+    2 threads: the last tile of each block overlaps the one before it."""
+    threads(2)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 40, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(40, 32, 3, padding=1)).eval()
+    x = torch.randn(1, 32, 34, 34)  # 32*40*9*34*34 = 13.3M MACs each
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dconv_") == 2 and ir.count("call @accel_parallel_for") == 2
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_torch_compile_backend():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+                                torch.nn.ReLU(), torch.nn.Conv2d(16, 16, 1)).eval()
+    x = torch.randn(2, 8, 16, 16)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="accel", options={"cache": False, "opt_level": 1})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+_CONV_MLIR = """
+func.func @conv(%x: memref<2x24x17x17xf32>, %w: memref<40x24x3x3xf32>,
+                %o: memref<2x40x8x8xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>,
+                            strides = dense<2> : vector<2xi64>}
+    ins(%x, %w : memref<2x24x17x17xf32>, memref<40x24x3x3xf32>)
+    outs(%o : memref<2x40x8x8xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("options", ["vector-width=16", "vector-width=16 parallel-min-flops=0",
+                                     "vector-width=8 parallel-min-flops=0"])
+def test_avx512_tile_runs_on_this_host(ctx, threads, options):
+    """The AVX-512 tile (2 x 16 filters x 14 positions) is correct wherever it runs (LLVM
+    splits its vectors on an AVX2 host); threaded too."""
+    threads(2)
+    from accel.ir import Module
+
+    module = Module.parse(_CONV_MLIR)
+    run_pipeline(module, f"builtin.module(accel-conv-kernels{{{options}}})")
+    text = str(module)
+    assert "linalg.conv" not in text
+    assert ("vector<16xf32>" in text) == ("vector-width=16" in options)
+    assert ("accel_parallel_for" in text) == ("parallel-min-flops=0" in options)
+    compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 1})  # the rest
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 24, 17, 17), dtype=np.float32)
+    w = rng.standard_normal((40, 24, 3, 3), dtype=np.float32)
+    o = rng.standard_normal((2, 40, 8, 8), dtype=np.float32)
+    want = o + torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                          stride=2).numpy()
+    compiled["conv"](x, w, o)  # accumulates into o, as the linalg op
+    np.testing.assert_allclose(o, want, rtol=RTOL, atol=ATOL)
+
+
+def test_channel_blocks_match_torch(ctx, monkeypatch):
+    """With channel blocks (CHANNEL_BLOCK_BYTES, off by default) each item adds one partial
+    sum per block of input channels to O: 24 channels in blocks of 7 (4096 bytes of
+    9 taps x 16 filters), the last one short; 2 tiles per item."""
+    from accel.ir import Module
+    from accel.passes import _conv_kernel
+
+    monkeypatch.setattr(_conv_kernel, "CHANNEL_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(_conv_kernel, "ITEMS", 8)
+    module = Module.parse(_CONV_MLIR)
+    run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=8})")
+    text = str(module)
+    assert "scf.for %arg6 = %c0 to %c24 step %c7" in text
+    compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 1})
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 24, 17, 17), dtype=np.float32)
+    w = rng.standard_normal((40, 24, 3, 3), dtype=np.float32)
+    o = np.zeros((2, 40, 8, 8), dtype=np.float32)
+    compiled["conv"](x, w, o)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2)
+    np.testing.assert_allclose(o, want.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_tile_choice():
+    resnet = ConvSpec(n=1, c=64, h=58, w=58, f=64, kh=3, kw=3, oh=56, ow=56)
+    assert choose_conv_tile(resnet, 8) == ConvTile(vl=8, fv=2, pt=6)  # 12 + 2 + 1 ymm
+    assert choose_conv_tile(resnet, 16) == ConvTile(vl=16, fv=2, pt=14)  # 28 + 2 + 1 zmm
+    few = ConvSpec(n=1, c=3, h=6, w=6, f=8, kh=3, kw=3, oh=2, ow=2)
+    assert choose_conv_tile(few, 8) == ConvTile(vl=8, fv=1, pt=4)  # only 4 positions
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="no C compiler for the AOT library")
+def test_aot_for_x86_64_v4(tmp_path: Path):
+    """device=x86-64-v4: the AOT library builds for AVX-512 (zmm registers) even on a host
+    without it; it runs where the host has AVX-512."""
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(16, 32, 3, padding=1).eval()
+    x = torch.randn(1, 16, 12, 12)
+    fn = accel.compile(model, (x,), options={"cache": False, "opt_level": 1, "aot": True,
+                                             "device": "x86-64-v4", "aot_name": "conv_v4",
+                                             "output_folder": str(tmp_path)})
+    libs = list(tmp_path.rglob("libconv_v4.so"))
+    assert libs
+    if shutil.which("objdump"):
+        asm = subprocess.run(["objdump", "-d", str(libs[0])], capture_output=True, text=True,
+                             check=True).stdout
+        assert "%zmm" in asm
+    with torch.no_grad():  # the JIT'd host code
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
