@@ -138,9 +138,11 @@ def _slice(t: _Text, source: str, source_type: str, offsets: list[str], sizes: l
 
 
 #: Tile products at least this large (M*N*K, each side >= 16) are `linalg.matmul`s, which
-#: accel-matmul-microkernel turns into register-tiled kernel calls (its `min-flops`);
-#: smaller ones stay generics in (m, k, n) order, whose loops vectorise along n.
-KERNEL_MIN_MACS = 1 << 18
+#: accel-matmul-microkernel turns into register-tiled kernel calls (its `direct-min-flops`:
+#: the tiles' operands sit in cache, so the kernels read them unpacked; the peeled 64 x 28
+#: tiles of S = 1500 ran as loops at a third of the speed); smaller ones stay generics in
+#: (m, k, n) order, whose loops vectorise along n.
+KERNEL_MIN_MACS = 1 << 13
 
 
 def _tile_matmul(t: _Text, a: tuple[str, str], b: tuple[str, str], out: tuple[str, str],

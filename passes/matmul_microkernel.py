@@ -37,6 +37,11 @@ F x OH*OW (`render_conv`; docs/cpu-codegen.md). With `parallel`, an im2col of at
 too. The module declares `accel_parallel_for` once, however many
 kernels and im2cols call it.
 
+Small serial matmuls whose operands fit the cache (`direct`, down to `direct-min-flops`)
+call an unpacked kernel instead (`_gemm_direct.py`), and a zero fill + matmul + `C + X`
+becomes an accumulation onto X (`_gemm_epilogue.py`: nn.Linear's bias without a pass over
+the output); docs/cpu-codegen.md.
+
 Not handled (left as they are): other element types, dynamic shapes, matmuls below
 `min-size` in some dimension or below `min-flops`, an output whose innermost stride is
 not 1, broadcast `indexing_maps`, and linalg on tensors (run it after bufferization).
@@ -50,6 +55,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._gemm_direct import conflicting_stride, direct_fits, render_direct_gemm
+from accel.passes._gemm_epilogue import fold_additive_epilogue
 from accel.passes._gemm_kernel import (
     IM2COL_PARALLEL_MIN,
     PARALLEL_MIN_MACS,
@@ -317,14 +324,23 @@ def _fold_weight_transpose(op: Operation, spec: GemmSpec) -> GemmSpec:
 
 
 def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
-                known: set[str], parallel_min: int | None = None) -> str:
+                known: set[str], parallel_min: int | None = None, direct: bool = False) -> str:
     """The kernel's symbol, adding its private functions to `module` on first use (and the
     declaration of `accel_parallel_for` when it runs in parallel: `parallel_min` is the
-    smallest M*N*K that does, None for none)."""
+    smallest M*N*K that does, None for none). With `direct`, a serial kernel whose
+    operands fit the cache (`direct_fits`) reads them in place instead of packing."""
     tiles = fit_rows(tiles, spec.m)
     split = None if parallel_min is None else choose_split(spec, tiles, parallel_min)
-    name = _kernel_name(spec, tiles, split)
+    direct = direct and split is None and _direct_fits(spec, tiles)
+    copy_b = False
+    if direct:
+        b_type = ir.MemRefType(ir.Type.parse(spec.b_type, module.context))
+        copy_b = conflicting_stride(b_type.get_strides_and_offset()[0][-2], spec.k)
+    name = _kernel_name(spec, tiles, split) + ("_dc" if copy_b else "_d" if direct else "")
     if name in known:
+        return name
+    if direct:
+        _move_new_funcs(module, render_direct_gemm(spec, tiles, name, copy_b), known)
         return name
     text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
     if split is not None:  # every parallel kernel's text needs it to verify on its own
@@ -348,15 +364,28 @@ def _move_new_funcs(module: Operation, text: str, known: set[str]) -> None:
         known.add(symbol)
 
 
+def _direct_fits(spec: GemmSpec, tiles: Tiles) -> bool:
+    return direct_fits(spec, tiles, _cache_bytes(1, 32 << 10), _cache_bytes(2, 512 << 10))
+
+
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
                  min_flops: int, dealloc: bool, known: set[str],
-                 parallel_min: int | None = None) -> bool:
-    """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match."""
-    spec = match_gemm(op, min_size, min_flops)
+                 parallel_min: int | None = None, direct_min: int | None = None) -> bool:
+    """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match.
+    `direct_min` (None: no unpacked kernels) is the smallest M*N*K given an unpacked kernel
+    (`_gemm_direct.py`) when its operands fit the cache; only larger ones are packed."""
+    low = min_flops if direct_min is None else min(min_flops, direct_min)
+    spec = match_gemm(op, min_size, low)
     if spec is None:
         return False
-    spec = _fold_weight_transpose(op, spec)
-    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min)
+    small = spec.m * spec.n * spec.k * max(spec.batch, 1) < min_flops
+    if small and not _direct_fits(spec, fit_rows(tiles, spec.m)):
+        return False
+    if not small:  # an unpacked kernel cannot read nn.Linear's N x K weight: keep the copy
+        spec = _fold_weight_transpose(op, spec)
+    fold_additive_epilogue(op)
+    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min,
+                       direct=direct_min is not None)
     with InsertionPoint(op), op.location:
         ir.Operation.create("func.call", results=[], operands=list(op.operands),
                             attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
@@ -406,6 +435,12 @@ class MatmulMicrokernel(ModulePass):
     min_size: int = field(default=16, metadata={"help": "smallest M, N and K matched"})
     #: Smallest (batch x) M x N x K matched: below it packing does not pay off.
     min_flops: int = field(default=1 << 18, metadata={"help": "smallest M*N*K matched"})
+    #: Serial matmuls whose operands fit the cache (B read along N; docs/cpu-codegen.md)
+    #: skip packing: attention's 64 x 64 tiles ran 25% faster (1x6x1500x64 SDPA, 1 thread).
+    direct: bool = field(default=True, metadata={"help": "unpacked kernels for small GEMMs"})
+    #: Smallest M*N*K given an unpacked kernel (below `min-flops` too: no packing to repay).
+    direct_min_flops: int = field(default=1 << 13,
+                                  metadata={"help": "smallest M*N*K of an unpacked kernel"})
     #: Cache tiles (0: chosen from the host's cache sizes, `choose_tiles`).
     kc: int = field(default=0, metadata={"help": "k block (0: from L1)"})
     mc: int = field(default=0, metadata={"help": "m block (0: from L2)"})
@@ -427,7 +462,7 @@ class MatmulMicrokernel(ModulePass):
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
             raise ValueError("vector-width must be 0, 4, 8 or 16")
-        if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops,
+        if min(self.kc, self.mc, self.nc, self.min_size, self.min_flops, self.direct_min_flops,
                self.parallel_min_flops, self.im2col_parallel_min) < 0:
             raise ValueError("sizes must not be negative")
 
@@ -453,7 +488,7 @@ class MatmulMicrokernel(ModulePass):
         im2col_min = self.im2col_parallel_min if self.parallel else None
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
-                         known, parallel_min)
+                         known, parallel_min, self.direct_min_flops if self.direct else None)
         for op in ops_named(module, (_CONV, _GROUPED_CONV)):
             lower_conv(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                        known, parallel_min, im2col_min)

@@ -656,10 +656,12 @@ class ReduceReduceFusion(ModulePass):
     """Fuses matmul -> softmax -> matmul (attention) into a blocked online-softmax loop nest."""
 
     name = "accel-reduce-reduce-fusion"
-    #: Keys per block of the inner loop (the online softmax's step).
-    block_size: int = field(default=64, metadata={"help": "keys per block"})
+    #: Keys per block of the inner loop (the online softmax's step). 128 x 128 tiles halve
+    #: the per-block softmax bookkeeping of 64 x 64 and leave fewer tiny remainder tiles:
+    #: SDPA at 1 thread, AVX2: 197 keys (ViT) 1.25 -> 0.95 ms, 1024 keys 32.4 -> 31.0 ms.
+    block_size: int = field(default=128, metadata={"help": "keys per block"})
     #: Query rows per tile: the loop nest's live memory is O(query-block x block-size).
-    query_block_size: int = field(default=64, metadata={"help": "query rows per tile"})
+    query_block_size: int = field(default=128, metadata={"help": "query rows per tile"})
     #: Run the batch x heads items across threads (`accel_parallel_for`, python/accel/
     #: backend/parallel.py; the thread count is a runtime setting) above a work threshold.
     parallel: bool = field(default=True, metadata={"help": "multi-threaded batch items"})

@@ -86,11 +86,91 @@ def _rand(*shape: int) -> np.ndarray:
 @pytest.mark.parametrize("m,n,k", [(64, 64, 64), (67, 73, 71), (128, 33, 257),
                                    (200, 300, 100), (16, 200, 250)])
 @pytest.mark.parametrize("options", ["", "vector-width=8", "vector-width=4 kc=32 mc=24 nc=64",
-                                     "kc=64 mc=48 nc=64"])
+                                     "kc=64 mc=48 nc=64", "direct=false"])
 def test_matmul_matches_numpy(monkeypatch, m, n, k, options):
     _with_pass(monkeypatch, options)
     a, b = _rand(m, k), _rand(k, n)
     _check(_matmul(m, n, k), a, b, a.astype(np.float64) @ b)
+
+
+def _bufferized(source: str) -> tuple[accel.CompiledMLIR, str]:
+    with phases.recording(keep_ir=True) as rec:
+        compiled = accel.compile_mlir(source, {"cache": False})
+    return compiled, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
+
+
+@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (28, 20, 64), (45, 37, 29)])
+@pytest.mark.parametrize("options", ["", "vector-width=4", "vector-width=16"])
+def test_unpacked_kernel_matches_numpy(monkeypatch, m, n, k, options):
+    """Small matmuls get unpacked ("_d") kernels: static row/column remainders, masked lanes
+    (vector-width=16 compiles AVX-512-shaped code; LLVM splits it on an AVX2 host)."""
+    _with_pass(monkeypatch, options)
+    a, b = _rand(m, k), _rand(k, n)
+    compiled, ir = _bufferized(_matmul(m, n, k))
+    assert re.search(rf"call @accel_gemm_{m}x{n}x{k}_nn_\w+_d\(", ir)
+    np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b,
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_unpacked_kernel_copies_conflicting_rows(monkeypatch):
+    """B rows 4 KiB apart (a slice of a 64 x 1024 tensor) are copied to a stack panel."""
+    _with_pass(monkeypatch)
+    source = """
+func.func @mm(%a: tensor<64x64xf32>, %bfull: tensor<64x1024xf32>) -> tensor<64x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %b = tensor.extract_slice %bfull[0, 512] [64, 64] [1, 1]
+      : tensor<64x1024xf32> to tensor<64x64xf32>
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>)
+                     outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}"""
+    a, bfull = _rand(64, 64), _rand(64, 1024)
+    compiled, ir = _bufferized(source)
+    assert re.search(r"call @accel_gemm_64x64x64_nn_\w+_dc\(", ir)
+    np.testing.assert_allclose(compiled.invoke("mm", a, bfull),
+                               a.astype(np.float64) @ bfull[:, 512:576], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_additive_epilogue_matches_numpy(monkeypatch, residual):
+    """`C = 0; C += A @ B^T; D = C + X` (a bias row, or a full residual) runs as `C = X;
+    C += A @ B^T`: the zero fill and the add go, the result is the same."""
+    _with_pass(monkeypatch)
+    m, n, k = 300, 136, 120
+    x_type, x_map = (f"tensor<{m}x{n}xf32>", "(d0, d1)") if residual else \
+        (f"tensor<{n}xf32>", "(d1)")
+    source = f"""
+func.func @mm(%a: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>, %x: {x_type})
+    -> tensor<{m}x{n}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{m}x{n}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                      affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                      affine_map<(d0, d1, d2) -> (d0, d1)>]
+      ins(%a, %w : tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>)
+      outs(%f : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %e2 = tensor.empty() : tensor<{m}x{n}xf32>
+  %d = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                         affine_map<(d0, d1) -> {x_map}>,
+                                         affine_map<(d0, d1) -> (d0, d1)>],
+                        iterator_types = ["parallel", "parallel"]}}
+      ins(%r, %x : tensor<{m}x{n}xf32>, {x_type}) outs(%e2 : tensor<{m}x{n}xf32>) {{
+  ^bb0(%c: f32, %v: f32, %o: f32):
+    %s = arith.addf %v, %c : f32
+    linalg.yield %s : f32
+  }} -> tensor<{m}x{n}xf32>
+  return %d : tensor<{m}x{n}xf32>
+}}"""
+    a, w = _rand(m, k), _rand(n, k)
+    x = _rand(m, n) if residual else _rand(n)
+    compiled, ir = _bufferized(source)
+    main = ir.split("func.func private")[0]
+    assert "call @accel_gemm" in main and "linalg.fill" not in main and "arith.addf" not in main
+    np.testing.assert_allclose(compiled.invoke("mm", a, w, x),
+                               a.astype(np.float64) @ w.T + x, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
@@ -139,7 +219,7 @@ def test_linear_mlp_matches_eager(monkeypatch):
 
 def test_small_and_non_f32_matmuls_untouched(monkeypatch):
     _with_pass(monkeypatch)
-    assert _compile(_matmul(32, 32, 32))[1] == 0  # below min-flops
+    assert _compile(_matmul(16, 16, 16))[1] == 0  # below direct-min-flops (2^13)
     assert _compile(_matmul(4, 512, 512))[1] == 0  # below min-size
     assert _compile(_matmul(64, 64, 64).replace("f32", "f64"))[1] == 0
 
@@ -404,11 +484,13 @@ def test_parallel_im2col_declared_once(ctx, gemm):
     assert out.count("call @accel_parallel_for") == 2 + gemms
 
 
-def test_parallel_conv_model_matches_eager(threads):
+def test_parallel_conv_model_matches_eager(threads, monkeypatch):
     """The default pipeline and thresholds on two ResNet-style convs (both im2cols and both
     GEMMs threaded), at 2 threads; items of 21 rows of cols (IM2COL_ITEM_MIN / 1600
-    columns), so the last item of 288 and of 576 rows is a partial one."""
+    columns), so the last item of 288 and of 576 rows is a partial one. (Without
+    accel-conv-kernels, which would take these convs first: test_conv_kernels.py.)"""
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(cpu, "CONV_KERNELS", "accel-conv-kernels-off")
     threads(2)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(),

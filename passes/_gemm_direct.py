@@ -1,0 +1,162 @@
+"""The unpacked ("direct") register-tiled GEMM of `accel-matmul-microkernel`, as MLIR text.
+
+For small matmuls whose operands already sit in cache (attention's 64 x 64 score and value
+tiles, a conv's 64-filter GEMM on a small image), packing costs as much as the
+multiply-adds: a 64 x 64 x 64 tile copies 8192 floats one by one for 262144 FMA lanes'
+worth of work. `render_direct_gemm(spec, tiles, name)` returns a private
+`func.func @<name>(%A, %B, %C)` computing `C += A @ B` straight from the operands:
+
+    for each NR-wide column panel of C (B[:, n:n+NR] is read in place: K rows of NR floats):
+      for each MR-row tile:  MR x NR/VL accumulators loaded from C
+        for k: NR/VL vector loads of B's row k, MR broadcasts of A[m+i, k], MR*NR/VL FMAs
+        accumulators stored back to C
+
+All sizes are static, so the remainders are straight-line code, not guarded loops: the
+last row tile has M % MR rows, the last column panel N % NR columns (whole vectors, then
+one `vector.maskedload`/`maskedstore` for the lanes past a multiple of VL). B must have a
+unit inner stride along N (not nn.Linear's N x K weight: that is what packing is for);
+A may be transposed (broadcasts read single elements either way).
+"""
+
+from __future__ import annotations
+
+from accel.passes._gemm_kernel import GemmSpec, Tiles, _Emitter
+
+
+def direct_fits(spec: GemmSpec, tiles: Tiles, l1: int, l2: int) -> bool:
+    """Whether the unpacked kernel suits `spec`: B read along N (not transposed), one
+    K x NR panel of B within half of L1 and all of A within half of L2 (A is re-read per
+    column panel)."""
+    if spec.trans_b:
+        return False
+    return spec.k * tiles.nr * 4 <= l1 // 2 and spec.m * spec.k * 4 <= l2 // 2
+
+
+def _chunks(n: int, tiles: Tiles) -> tuple[int, list[tuple[int, int]]]:
+    """(full NR panels, the last panel's vectors as (column offset in it, lanes))."""
+    full = n // tiles.nr
+    rest = n - full * tiles.nr
+    return full, [(off, min(tiles.vl, rest - off)) for off in range(0, rest, tiles.vl)]
+
+
+def conflicting_stride(row_stride: int, k: int) -> bool:
+    """Whether K rows of B `row_stride` floats apart fall into few L1 sets: a multiple of
+    1 KiB maps them onto at most 4 of 64 sets (32 ways in an 8-way L1) and a 64-row panel
+    evicts itself (attention on 1024 keys read K^T rows 4 KiB apart: 57 GFLOP/s against
+    70 at 1500 keys)."""
+    return k > 16 and (row_stride * 4) % 1024 == 0
+
+
+def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = False) -> str:
+    """The private function `@name(%A, %B, %C)`: `C += A @ B` without packing (module
+    docstring); per batch index when `spec.batch` > 0. With `copy_b` (B's row stride
+    conflicts in L1, `conflicting_stride`), each K x NR panel of B is first copied to a
+    contiguous stack buffer with vector loads and stores."""
+    t, e = tiles, _Emitter()
+    vt = f"vector<{t.vl}xf32>"
+    pre = "%bi, " if spec.batch else ""
+    c0, c1 = e.c(0), e.c(1)
+    masks: dict[int, str] = {}
+
+    def mask(lanes: int) -> str:
+        if lanes not in masks:
+            masks[lanes] = f"%mask{lanes}"
+        return masks[lanes]
+
+    def vload(ref: str, typ: str, lanes: int) -> str:
+        if lanes == t.vl:
+            return e.op(f"vector.load {ref} : {typ}, {vt}")
+        return e.op(f"vector.maskedload {ref}, {mask(lanes)}, %zv : {typ}, "
+                    f"vector<{t.vl}xi1>, {vt} into {vt}")
+
+    def vstore(value: str, ref: str, typ: str, lanes: int) -> None:
+        if lanes == t.vl:
+            e.emit(f"vector.store {value}, {ref} : {typ}, {vt}")
+        else:
+            e.emit(f"vector.maskedstore {ref}, {mask(lanes)}, {value} : {typ}, "
+                   f"vector<{t.vl}xi1>, {vt}")
+
+    def a_ref(m: str, k: str) -> str:
+        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
+        return f"%A[{pre}{idx}] : {spec.a_type}"
+
+    bp_t = f"memref<{spec.k}x{t.nr}xf32>"
+
+    def b_ref(k: str, col: str, off: int) -> tuple[str, str]:
+        """(B's element reference, its type) for the vector at column `col` (offset `off`
+        in the panel)."""
+        if copy_b:
+            return f"%Bp[{k}, {e.c(off)}]", bp_t
+        return f"%B[{pre}{k}, {col}]", spec.b_type
+
+    def copy_panel(n0: str, vecs: list[tuple[int, int]]) -> None:
+        e.open_for("%kb", c0, e.c(spec.k), c1)
+        for off, lanes in vecs:
+            col = n0 if off == 0 else e.add(n0, e.c(off))
+            v = vload(f"%B[{pre}%kb, {col}]", spec.b_type, lanes)
+            e.emit(f"vector.store {v}, %Bp[%kb, {e.c(off)}] : {bp_t}, {vt}")
+        e.close()
+
+    def tile(m0: str, rows: int, n0: str, vecs: list[tuple[int, int]]) -> None:
+        """C[m0:+rows, n0 + vector offsets] += A[m0:+rows, :] @ B[:, same columns]."""
+        cols = [n0 if off == 0 else e.add(n0, e.c(off)) for off, _ in vecs]
+        rows_at = [m0 if i == 0 else e.add(m0, e.c(i)) for i in range(rows)]
+        init = [vload(f"%C[{pre}{r}, {c}]", spec.c_type, lanes)
+                for r in rows_at for c, (_, lanes) in zip(cols, vecs, strict=True)]
+        ku = t.ku if spec.k % t.ku == 0 else 1
+        res = e.fresh("r")
+        types = ", ".join([vt] * len(init))
+        iters = [f"%acc{i}" for i in range(len(init))]
+        e.emit(f"{res}:{len(init)} = scf.for %k = {c0} to {e.c(spec.k)} step {e.c(ku)} "
+               f"iter_args({', '.join(f'{a} = {v}' for a, v in zip(iters, init, strict=True))})"
+               f" -> ({types}) {{")
+        e.indent += 1
+        cur = list(iters)
+        for u in range(ku):
+            k = e.add("%k", e.c(u)) if u else "%k"
+            bs = [vload(*b_ref(k, c, off), lanes)
+                  for c, (off, lanes) in zip(cols, vecs, strict=True)]
+            for i, r in enumerate(rows_at):
+                s = e.op(f"memref.load {a_ref(r, k)}", "a")
+                sb = e.op(f"vector.broadcast {s} : f32 to {vt}", "a")
+                for j, b in enumerate(bs):
+                    at = i * len(vecs) + j
+                    cur[at] = e.op(f"vector.fma {sb}, {b}, {cur[at]} : {vt}", "f")
+        e.emit(f"scf.yield {', '.join(cur)} : {types}")
+        e.close()
+        for i, r in enumerate(rows_at):
+            for j, (c, (_, lanes)) in enumerate(zip(cols, vecs, strict=True)):
+                vstore(f"{res}#{i * len(vecs) + j}", f"%C[{pre}{r}, {c}]", spec.c_type, lanes)
+
+    def panel(n0: str, vecs: list[tuple[int, int]]) -> None:
+        if copy_b:
+            copy_panel(n0, vecs)
+        full_rows = spec.m // t.mr
+        if full_rows:
+            e.open_for("%ir", c0, e.c(full_rows), c1)
+            tile(e.mul("%ir", e.c(t.mr)), t.mr, n0, vecs)
+            e.close()
+        if spec.m % t.mr:
+            tile(e.c(full_rows * t.mr), spec.m % t.mr, n0, vecs)
+
+    if spec.batch:
+        e.open_for("%bi", c0, e.c(spec.batch), c1)
+    full, rest = _chunks(spec.n, t)
+    if full:
+        e.open_for("%jr", c0, e.c(full), c1)
+        panel(e.mul("%jr", e.c(t.nr)), [(j * t.vl, t.vl) for j in range(t.nr // t.vl)])
+        e.close()
+    if rest:
+        panel(e.c(full * t.nr), rest)
+    if spec.batch:
+        e.close()
+    head = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
+            f"%C: {spec.c_type}) {{",
+            f"    %zv = arith.constant dense<0.0> : {vt}"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    if copy_b:
+        head.append(f"    %Bp = memref.alloca() {{alignment = 64 : i64}} : {bp_t}")
+    head += [f"    {m} = vector.constant_mask [{lanes}] : vector<{t.vl}xi1>"
+             for lanes, m in sorted(masks.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+

@@ -1,0 +1,167 @@
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 parallel=false})' | FileCheck %s
+
+// Unpacked kernels, additive epilogues and the vectorised packing of a transposed B.
+
+// A small matmul whose operands fit the cache calls an unpacked ("_d") kernel: no packing
+// buffers, B's rows read in place, MR x NR accumulators loaded from and stored to C.
+// CHECK-LABEL: func.func @direct
+// CHECK:       call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+_d]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]](
+// CHECK-NOT:   memref.alloc
+// CHECK:       vector.load %arg2
+// CHECK:       scf.for
+// CHECK:       vector.fma
+// CHECK:       vector.store
+func.func @direct(%A: memref<64x64xf32>, %B: memref<64x64xf32>, %C: memref<64x64xf32>) {
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  return
+}
+
+// -----
+
+// Static remainders are straight-line code: 28 = 4 x 6 + 4 rows, 20 = 16 + 4 columns (a
+// masked load and store of 4 lanes); below min-flops (2^18) but above direct-min-flops.
+// CHECK-LABEL: func.func @direct_edges
+// CHECK:       call @[[K:accel_gemm_28x20x64_nn_[0-9a-f]+_d]](
+// CHECK:       func.func private @[[K]](
+// CHECK:       vector.constant_mask [4] : vector<8xi1>
+// CHECK:       vector.maskedload %arg1
+// CHECK:       vector.maskedstore %arg2
+func.func @direct_edges(%A: memref<28x64xf32>, %B: memref<64x20xf32>, %C: memref<28x20xf32>) {
+  linalg.matmul ins(%A, %B : memref<28x64xf32>, memref<64x20xf32>) outs(%C : memref<28x20xf32>)
+  return
+}
+
+// -----
+
+// B rows 1024 floats (4 KiB) apart share L1 sets: each K x NR panel is copied to a stack
+// buffer first ("_dc"), which the FMAs then read.
+// CHECK-LABEL: func.func @direct_copy_b
+// CHECK:       call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+_dc]](
+// CHECK:       func.func private @[[K]](
+// CHECK:       %[[BP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:       vector.store %{{.*}}, %[[BP]]
+// CHECK:       vector.load %[[BP]]
+func.func @direct_copy_b(%A: memref<64x64xf32>, %Bfull: memref<64x1024xf32>,
+                         %C: memref<64x64xf32>) {
+  %B = memref.subview %Bfull[0, 0] [64, 64] [1, 1]
+      : memref<64x1024xf32> to memref<64x64xf32, strided<[1024, 1]>>
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32, strided<[1024, 1]>>)
+                outs(%C : memref<64x64xf32>)
+  return
+}
+
+// -----
+
+// Negative: a small matmul with a transposed B (read across rows) gets no unpacked kernel
+// and, below min-flops, stays a linalg op.
+// CHECK-LABEL: func.func @small_transposed_b
+// CHECK:       linalg.matmul
+// CHECK-NOT:   call @accel_gemm
+func.func @small_transposed_b(%A: memref<32x32xf32>, %B: memref<32x32xf32>,
+                              %C: memref<32x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%A, %B : memref<32x32xf32>, memref<32x32xf32>) outs(%C : memref<32x32xf32>)
+  return
+}
+
+// -----
+
+// nn.Linear's bias: the zero fill becomes a broadcast copy of the bias into C, the GEMM
+// accumulates onto it, and the `C + bias` pass and its buffer go (D's uses read C).
+// CHECK-LABEL: func.func @bias_epilogue
+// CHECK:       %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+// CHECK-NEXT:  linalg.generic {{.*}} ins(%arg2 : memref<64xf32>) outs(%[[C]] : memref<96x64xf32>)
+// CHECK-NEXT:  ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:    linalg.yield %[[IN]] : f32
+// CHECK:       call @accel_gemm_96x64x48_nn_{{.*}}(%arg0, %arg1, %[[C]])
+// CHECK-NOT:   memref.alloc
+// CHECK-NOT:   arith.addf
+// CHECK:       return %[[C]]
+func.func @bias_epilogue(%A: memref<96x48xf32>, %B: memref<48x64xf32>, %bias: memref<64xf32>)
+    -> memref<96x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<96x64xf32>)
+  linalg.matmul ins(%A, %B : memref<96x48xf32>, memref<48x64xf32>) outs(%C : memref<96x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                   affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C, %bias : memref<96x64xf32>, memref<64xf32>) outs(%D : memref<96x64xf32>) {
+  ^bb0(%c: f32, %b: f32, %out: f32):
+    %s = arith.addf %c, %b : f32
+    linalg.yield %s : f32
+  }
+  return %D : memref<96x64xf32>
+}
+
+// -----
+
+// Negative: C is read again after the epilogue, so it must keep the plain product.
+// CHECK-LABEL: func.func @epilogue_c_reused
+// CHECK:       linalg.fill
+// CHECK:       call @accel_gemm
+// CHECK:       arith.addf
+func.func @epilogue_c_reused(%A: memref<96x48xf32>, %B: memref<48x64xf32>, %bias: memref<64xf32>)
+    -> (memref<96x64xf32>, memref<96x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<96x64xf32>)
+  linalg.matmul ins(%A, %B : memref<96x48xf32>, memref<48x64xf32>) outs(%C : memref<96x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                   affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C, %bias : memref<96x64xf32>, memref<64xf32>) outs(%D : memref<96x64xf32>) {
+  ^bb0(%c: f32, %b: f32, %out: f32):
+    %s = arith.addf %c, %b : f32
+    linalg.yield %s : f32
+  }
+  return %C, %D : memref<96x64xf32>, memref<96x64xf32>
+}
+
+// -----
+
+// Negative: a multiplicative epilogue (C * x) cannot start the accumulation from x.
+// CHECK-LABEL: func.func @epilogue_not_additive
+// CHECK:       linalg.fill
+// CHECK:       arith.mulf
+func.func @epilogue_not_additive(%A: memref<96x48xf32>, %B: memref<48x64xf32>,
+                                 %s: memref<64xf32>) -> memref<96x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<96x64xf32>)
+  linalg.matmul ins(%A, %B : memref<96x48xf32>, memref<48x64xf32>) outs(%C : memref<96x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<96x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                   affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C, %s : memref<96x64xf32>, memref<64xf32>) outs(%D : memref<96x64xf32>) {
+  ^bb0(%c: f32, %b: f32, %out: f32):
+    %p = arith.mulf %c, %b : f32
+    linalg.yield %p : f32
+  }
+  return %D : memref<96x64xf32>
+}
+
+// -----
+
+// A transposed B (nn.Linear's N x K weight) is packed 8 x 8 blocks at a time: row loads,
+// a shuffle transpose, vector stores into the panel.
+// CHECK-LABEL: func.func @linear_packing
+// CHECK:       call @[[K:accel_gemm_64x64x96_nt_[0-9a-f]+]](
+// CHECK:       func.func private @[[K]](
+// CHECK:       vector.load %arg1{{.*}} vector<8xf32>
+// CHECK:       vector.shuffle {{.*}} [0, 8, 1, 9, 4, 12, 5, 13]
+// CHECK:       vector.shuffle {{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
+// CHECK:       vector.store {{.*}} vector<8xf32>
+func.func @linear_packing(%A: memref<64x96xf32>, %W: memref<64x96xf32>, %C: memref<64x64xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%A, %W : memref<64x96xf32>, memref<64x96xf32>) outs(%C : memref<64x64xf32>)
+  return
+}
