@@ -151,8 +151,9 @@ def test_mlir_file(tmp_path: Path, run_tool) -> None:
         "options": {"target": "cpu", "preset": "o3", "opt_level": 2, "device": "host",
                     "strict_target": False, "mm_conv_precision_mode": "default",
                     "float_dtype": None, "cache": False, "aot": False,
-                        "aot_name": "accel_artifact", "user_memory": False,
+                    "aot_name": "accel_artifact", "user_memory": False,
                     "disable_affine_fusion": False, "disable_reduce_reduce_fusion": False,
+                    "split_functions": None,
                     "disable_unsafe_math_canonicalizations": False, "disable_fast_math": False}}
     rc, err = run_tool("add.mlir", "--target", "cpu")
     assert rc == 0 and err == "accel-compile: wrote out/add (entry @add)\n", err

@@ -40,7 +40,7 @@ _PRINTS = re.compile(r"\s*# prints .*?e\.g\. (?P<text>.+)$")
 RUN_PAGES = ["README.md", "accel-compile.md", "accel-opt.md", "aot.md", "architecture.md",
              "benchmarks.md", "cache.md", "compile-time.md", "cpu-jit.md", "dashboard.md",
              "dialects/mncore.md",
-             "dialects/rdu.md", "fusion.md", "fuzzing.md", "install.md", "matrix.md", "mncore.md",
+             "dialects/rdu.md", "fusion.md", "fuzzing.md", "install.md", "mncore.md",
              "model-zoo.md", "nvgpu.md", "passes.md", "precision.md", "python-api.md", "rdu.md",
              "training.md"]
 NOT_YET: list[str] = []
