@@ -160,3 +160,93 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
              for lanes, m in sorted(masks.items())]
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
+
+
+def dot_fits(spec: GemmSpec) -> bool:
+    """Whether `spec` suits the dot-product kernel: B as N x K (transposed: rows along K),
+    A as M x K, a tiny output and a long reduction (a convolution's weight gradient: 8 x 9
+    outputs over 25088 positions), where MR x NR tiles would be mostly padding."""
+    return spec.trans_b and not spec.trans_a and spec.m * spec.n <= 512 and spec.k >= 256 \
+        and min(spec.m, spec.n) < 16
+
+
+#: Rows and columns of C per dot-product tile: 2 x 4 vector accumulators, 6 loads per 8 FMAs.
+DOT_ROWS, DOT_COLS = 2, 4
+
+
+def render_dot_gemm(spec: GemmSpec, tiles: Tiles, name: str) -> str:
+    """`@name(%A, %B, %C)`: `C += A @ B^T` for B stored N x K, as RM x RN vector dot
+    products along K (whole vectors, then one masked load of the last K % VL), reduced
+    horizontally once per output; per batch index when `spec.batch` > 0."""
+    t, e = tiles, _Emitter()
+    vt = f"vector<{t.vl}xf32>"
+    pre = "%bi, " if spec.batch else ""
+    c0, c1 = e.c(0), e.c(1)
+    k_full = spec.k // t.vl * t.vl
+    rest = spec.k - k_full
+
+    def tile(m0: str, rows: int, n0: str, cols: int) -> None:
+        ms = [m0 if i == 0 else e.add(m0, e.c(i)) for i in range(rows)]
+        ns = [n0 if j == 0 else e.add(n0, e.c(j)) for j in range(cols)]
+        count = rows * cols
+        res = e.fresh("r")
+        types = ", ".join([vt] * count)
+        iters = [f"%acc{i}" for i in range(count)]
+        e.emit(f"{res}:{count} = scf.for %k = {c0} to {e.c(k_full)} step {e.c(t.vl)} "
+               f"iter_args({', '.join(f'{a} = %zv' for a in iters)}) -> ({types}) {{")
+        e.indent += 1
+
+        def step(k: str, masked: bool) -> list[str]:
+            def load(ref: str, typ: str) -> str:
+                if masked:
+                    return e.op(f"vector.maskedload {ref}, %mask, %zv : {typ}, "
+                                f"vector<{t.vl}xi1>, {vt} into {vt}")
+                return e.op(f"vector.load {ref} : {typ}, {vt}")
+
+            return [load(f"%A[{pre}{m}, {k}]", spec.a_type) for m in ms] + \
+                [load(f"%B[{pre}{n}, {k}]", spec.b_type) for n in ns]
+
+        loads = step("%k", False)
+        out = [e.op(f"vector.fma {loads[i]}, {loads[rows + j]}, %acc{i * cols + j} : {vt}", "f")
+               for i in range(rows) for j in range(cols)]
+        e.emit(f"scf.yield {', '.join(out)} : {types}")
+        e.close()
+        accs = [f"{res}#{i}" for i in range(count)]
+        if rest:
+            loads = step(e.c(k_full), True)
+            accs = [e.op(f"vector.fma {loads[i]}, {loads[rows + j]}, {accs[i * cols + j]} : "
+                         f"{vt}", "f") for i in range(rows) for j in range(cols)]
+        for i, m in enumerate(ms):
+            for j, n in enumerate(ns):
+                total = e.op(f"vector.reduction <add>, {accs[i * cols + j]} : {vt} into f32")
+                old = e.op(f"memref.load %C[{pre}{m}, {n}] : {spec.c_type}")
+                new = e.op(f"arith.addf {old}, {total} : f32")
+                e.emit(f"memref.store {new}, %C[{pre}{m}, {n}] : {spec.c_type}")
+
+    def row_block(m0: str, rows: int) -> None:
+        full = spec.n // DOT_COLS
+        if full:
+            e.open_for("%jd", c0, e.c(full), c1)
+            tile(m0, rows, e.mul("%jd", e.c(DOT_COLS)), DOT_COLS)
+            e.close()
+        if spec.n % DOT_COLS:
+            tile(m0, rows, e.c(full * DOT_COLS), spec.n % DOT_COLS)
+
+    if spec.batch:
+        e.open_for("%bi", c0, e.c(spec.batch), c1)
+    full_rows = spec.m // DOT_ROWS
+    if full_rows:
+        e.open_for("%id", c0, e.c(full_rows), c1)
+        row_block(e.mul("%id", e.c(DOT_ROWS)), DOT_ROWS)
+        e.close()
+    if spec.m % DOT_ROWS:
+        row_block(e.c(full_rows * DOT_ROWS), spec.m % DOT_ROWS)
+    if spec.batch:
+        e.close()
+    head = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
+            f"%C: {spec.c_type}) {{",
+            f"    %zv = arith.constant dense<0.0> : {vt}"]
+    if rest:
+        head.append(f"    %mask = vector.constant_mask [{rest}] : vector<{t.vl}xi1>")
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])

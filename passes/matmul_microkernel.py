@@ -55,7 +55,13 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._gemm_direct import conflicting_stride, direct_fits, render_direct_gemm
+from accel.passes._gemm_direct import (
+    conflicting_stride,
+    direct_fits,
+    dot_fits,
+    render_direct_gemm,
+    render_dot_gemm,
+)
 from accel.passes._gemm_epilogue import fold_additive_epilogue
 from accel.passes._gemm_kernel import (
     IM2COL_PARALLEL_MIN,
@@ -368,12 +374,38 @@ def _direct_fits(spec: GemmSpec, tiles: Tiles) -> bool:
     return direct_fits(spec, tiles, _cache_bytes(1, 32 << 10), _cache_bytes(2, 512 << 10))
 
 
+def _lower_dot(module: Operation, op: Operation, tiles: Tiles, known: set[str]) -> bool:
+    """Replace `op` with a call to a dot-product kernel (`render_dot_gemm`) when its output
+    is tiny and its reduction long, B read along K (directly or through the transpose
+    that is folded away): False, IR unchanged, otherwise."""
+    spec = match_gemm(op, 1, 0)
+    if spec is None or spec.batch:
+        return False
+    if not spec.trans_b:
+        source = _transposed_source(op, op.operands[1])
+        if source is None or _static_f32(source) is None:
+            return False
+    if not dot_fits(replace(spec, trans_b=True)):
+        return False
+    spec = _fold_weight_transpose(op, spec)
+    name = _kernel_name(spec, tiles) + "_dot"
+    if name not in known:
+        _move_new_funcs(module, render_dot_gemm(spec, tiles, name), known)
+    with InsertionPoint(op), op.location:
+        ir.Operation.create("func.call", results=[], operands=list(op.operands),
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+    op.erase()
+    return True
+
+
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
                  min_flops: int, dealloc: bool, known: set[str],
                  parallel_min: int | None = None, direct_min: int | None = None) -> bool:
     """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match.
     `direct_min` (None: no unpacked kernels) is the smallest M*N*K given an unpacked kernel
     (`_gemm_direct.py`) when its operands fit the cache; only larger ones are packed."""
+    if direct_min is not None and _lower_dot(module, op, tiles, known):
+        return True
     low = min_flops if direct_min is None else min(min_flops, direct_min)
     spec = match_gemm(op, min_size, low)
     if spec is None:

@@ -165,3 +165,21 @@ func.func @linear_packing(%A: memref<64x96xf32>, %W: memref<64x96xf32>, %C: memr
     ins(%A, %W : memref<64x96xf32>, memref<64x96xf32>) outs(%C : memref<64x64xf32>)
   return
 }
+
+// -----
+
+// A tiny output over a long reduction with B as N x K (a conv weight gradient) is dot
+// products along K: vector FMAs, one horizontal reduction per output.
+// CHECK-LABEL: func.func @dot
+// CHECK:       call @[[K:accel_gemm_8x9x1000_nt_[0-9a-f]+_dot]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]](
+// CHECK:       scf.for
+// CHECK:       vector.fma
+// CHECK:       vector.reduction <add>
+func.func @dot(%A: memref<8x1000xf32>, %B: memref<9x1000xf32>, %C: memref<8x9xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%A, %B : memref<8x1000xf32>, memref<9x1000xf32>) outs(%C : memref<8x9xf32>)
+  return
+}

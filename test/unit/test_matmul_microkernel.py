@@ -112,6 +112,19 @@ def test_unpacked_kernel_matches_numpy(monkeypatch, m, n, k, options):
                                rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("m,n,k", [(8, 9, 1000), (3, 5, 300), (16, 2, 4099)])
+def test_dot_kernel_matches_numpy(monkeypatch, m, n, k):
+    """A tiny output over a long reduction with B as N x K (a convolution's weight
+    gradient) gets the dot-product ("_dot") kernel: 2 x 4 tiles with remainders, the
+    last K % VL through a masked load."""
+    _with_pass(monkeypatch)
+    a, b = _rand(m, k), _rand(n, k)
+    compiled, ir = _bufferized(_matmul(m, n, k, tb=True))
+    assert re.search(rf"call @accel_gemm_{m}x{n}x{k}_nt_\w+_dot\(", ir)
+    np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b.T,
+                               rtol=RTOL, atol=ATOL)
+
+
 def test_unpacked_kernel_copies_conflicting_rows(monkeypatch):
     """B rows 4 KiB apart (a slice of a 64 x 1024 tensor) are copied to a stack panel."""
     _with_pass(monkeypatch)

@@ -555,9 +555,12 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
         xp = pad(x, (pw, pw, ph, ph))
         windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
                    for di in range(kh) for dj in range(kw)]
-        cols = torch.stack(windows, -1).permute(0, 2, 3, 4, 1).reshape(n * oh * ow,
-                                                                        kh * kw * i)
-        grad_weight = (rows @ cols).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
+        # cols^T (kh*kw*i, n*oh*ow): both operands run along the reduction, so a small
+        # layer's product (8 filters x 9 taps over 25088 positions) is dot products
+        # (accel-matmul-microkernel's dot kernel), not a GEMM with a 9-wide B.
+        cols_t = torch.stack(windows, 0).permute(0, 2, 1, 3, 4).reshape(kh * kw * i,
+                                                                         n * oh * ow)
+        grad_weight = (rows @ cols_t.t()).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
     if output_mask[0] and (sh, sw) == (1, 1) and ph < kh and pw < kw:
         # Stride 1: the input gradient is a forward convolution of the output gradient
         # with the flipped, transposed weight (accel-conv-kernels' direct kernel), not a
