@@ -22,6 +22,7 @@ N x K (nn.Linear's weight) with the packing loops ordered for contiguous reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
@@ -214,7 +215,7 @@ def _transpose8(e: _Emitter, rows: list[str]) -> list[str]:
     return [shuffle(c[q], c[q + 4], _T8_HALVES[half]) for half in (0, 1) for q in range(4)]
 
 
-def _pack_transposed_8x8(e: _Emitter, b_at: object, n0: str, kc: str, nr: int,
+def _pack_transposed_8x8(e: _Emitter, b_at: Callable[[str, str], str], n0: str, kc: str, nr: int,
                          bp_t: str) -> str:
     """Pack a full panel of a transposed B (N x K: nn.Linear's weight) 8 x 8 blocks at a
     time: 8 row loads, an in-register transpose, 8 stores, instead of 64 scalar copies that
@@ -227,7 +228,7 @@ def _pack_transposed_8x8(e: _Emitter, b_at: object, n0: str, kc: str, nr: int,
     for jb in range(nr // 8):
         rows = []
         for i in range(8):
-            ref = b_at(k, e.add(n0, e.c(jb * 8 + i)))  # type: ignore[operator]
+            ref = b_at(k, e.add(n0, e.c(jb * 8 + i)))
             rows.append(e.op(f"vector.load {ref}, vector<8xf32>", "row"))
         for q, col in enumerate(_transpose8(e, rows)):
             p = e.add("%p8", e.c(q)) if q else "%p8"
@@ -236,7 +237,8 @@ def _pack_transposed_8x8(e: _Emitter, b_at: object, n0: str, kc: str, nr: int,
     return k8
 
 
-def _pack_rows_8x8(e: _Emitter, a_at: object, m0: str, kc: str, mr: int, ap_t: str) -> None:
+def _pack_rows_8x8(e: _Emitter, a_at: Callable[[str, str], str], m0: str, kc: str, mr: int,
+                   ap_t: str) -> None:
     """Pack the full MR-row panel of A at row m0 (MR <= 8) into Ap[%ir] 8 k at a time: MR
     row loads (zero rows up to 8), the in-register transpose, stores of MR lanes; the last
     kc % 8 columns with scalar copies."""
@@ -246,7 +248,7 @@ def _pack_rows_8x8(e: _Emitter, a_at: object, m0: str, kc: str, mr: int, ap_t: s
     k8 = e.mul(e.op(f"arith.divui {kc}, {e.c(8)} : index"), e.c(8))
     e.open_for("%p8", c0, k8, e.c(8))
     k = e.add("%pc", "%p8")
-    rows = [e.op(f"vector.load {a_at(e.add(m0, e.c(i)) if i else m0, k)}, {vt}", "row")  # type: ignore[operator]
+    rows = [e.op(f"vector.load {a_at(e.add(m0, e.c(i)) if i else m0, k)}, {vt}", "row")
             for i in range(mr)] + [zero] * (8 - mr)
     # MR lanes as power-of-two pieces (6 = 4 + 2): plain 16- and 8-byte stores, not a
     # vmaskmovps (microcoded on AMD Zen 2: a tenth of the packing's time went to it).
@@ -266,7 +268,7 @@ def _pack_rows_8x8(e: _Emitter, a_at: object, m0: str, kc: str, mr: int, ap_t: s
     e.close()
     e.open_for("%i", c0, e.c(mr), c1)
     e.open_for("%p", k8, kc, c1)
-    v = e.op(f"memref.load {a_at(e.add(m0, '%i'), e.add('%pc', '%p'))}")  # type: ignore[operator]
+    v = e.op(f"memref.load {a_at(e.add(m0, '%i'), e.add('%pc', '%p'))}")
     e.emit(f"memref.store {v}, %Ap[%ir, %p, %i] : {ap_t}")
     e.close()
     e.close()

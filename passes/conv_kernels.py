@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from accel.ir import InsertionPoint, Operation, ir
+from accel.ir import Operation, ir
 from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
@@ -46,6 +46,7 @@ from accel.passes.matmul_microkernel import (
     _static_f32,
     host_vector_lanes,
     match_conv,
+    replace_with_call,
 )
 
 _CONV = "linalg.conv_2d_nchw_fchw"
@@ -208,7 +209,4 @@ class ConvKernels(ModulePass):
         operands = list(op.operands)
         if weight is not None:
             operands[1] = weight
-        with InsertionPoint(op), op.location:
-            ir.Operation.create("func.call", results=[], operands=operands,
-                                attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-        op.erase()
+        replace_with_call(op, name, operands)

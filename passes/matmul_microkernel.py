@@ -374,6 +374,16 @@ def _direct_fits(spec: GemmSpec, tiles: Tiles) -> bool:
     return direct_fits(spec, tiles, _cache_bytes(1, 32 << 10), _cache_bytes(2, 512 << 10))
 
 
+def replace_with_call(op: Operation, name: str, operands: list[ir.Value] | None = None
+                      ) -> None:
+    """`op` -> `func.call @name(operands)` (by default the op's own operands)."""
+    with InsertionPoint(op), op.location:
+        ir.Operation.create("func.call", results=[],
+                            operands=list(op.operands) if operands is None else operands,
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+    op.erase()
+
+
 def _lower_dot(module: Operation, op: Operation, tiles: Tiles, known: set[str]) -> bool:
     """Replace `op` with a call to a dot-product kernel (`render_dot_gemm`) when its output
     is tiny and its reduction long, B read along K (directly or through the transpose
@@ -391,10 +401,7 @@ def _lower_dot(module: Operation, op: Operation, tiles: Tiles, known: set[str]) 
     name = _kernel_name(spec, tiles) + "_dot"
     if name not in known:
         _move_new_funcs(module, render_dot_gemm(spec, tiles, name), known)
-    with InsertionPoint(op), op.location:
-        ir.Operation.create("func.call", results=[], operands=list(op.operands),
-                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-    op.erase()
+    replace_with_call(op, name)
     return True
 
 
@@ -418,10 +425,7 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     fold_additive_epilogue(op)
     name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min,
                        direct=direct_min is not None)
-    with InsertionPoint(op), op.location:
-        ir.Operation.create("func.call", results=[], operands=list(op.operands),
-                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-    op.erase()
+    replace_with_call(op, name)
     return True
 
 
@@ -448,10 +452,7 @@ def lower_conv(module: Operation, op: Operation, tiles: Tiles, min_size: int,
         text = render_conv(spec, name, gemm, dealloc=dealloc,
                            parallel_min=None if split is None else im2col_min)
         _move_new_funcs(module, text, known)  # not the GEMM's or a known parallel_for decl
-    with InsertionPoint(op), op.location:
-        ir.Operation.create("func.call", results=[], operands=list(op.operands),
-                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-    op.erase()
+    replace_with_call(op, name)
     return True
 
 
