@@ -67,7 +67,7 @@ def onnxruntime_call(model: Any, inputs: tuple[Any, ...]) -> Any:
 
 def run(name: str, reps: int) -> dict[str, Any]:
     import accel
-    import accel.targets.cpu.pipelines as pipelines
+    import accel.host.pipelines as pipelines
     import torch
 
     torch.set_num_threads(1)

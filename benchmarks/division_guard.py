@@ -37,7 +37,7 @@ def main() -> None:
 
     import accel
     import torch
-    from accel.targets.cpu import pipelines
+    from accel.host import pipelines
 
     torch.set_num_threads(args.threads)
     accel.set_num_threads(args.threads)

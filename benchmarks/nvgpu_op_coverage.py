@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "unit"))
 def main() -> int:
     import accel
     import accel.options
+    import accel.settings
     import numpy as np
     import test_op_coverage as suite
     import torch
@@ -29,7 +30,7 @@ def main() -> int:
     from accel.targets.nvgpu.emulate import emulate_kernels
 
     logging.disable(logging.WARNING)  # the host-fallback notes; counted below instead
-    opts = accel.options.resolve({"target": "nvgpu", "device": "sm_90", "cache": False,
+    opts = accel.settings.merge({"target": "nvgpu", "device": "sm_90", "cache": False,
                                   "threads_per_block": 32})
     ok: list[str] = []
     host: list[tuple[str, str]] = []

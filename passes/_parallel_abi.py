@@ -1,7 +1,7 @@
 """The fork-join ABI between generated code and the CPU runtime, rendered in one place.
 
 Generated code runs `@name_entry(ctx, lo, hi)` over items [0, n) on threads by calling the
-runtime (`python/accel/targets/cpu/parallel.py`):
+runtime (`python/accel/host/parallel.py`):
 
     func.func private @accel_parallel_for((!llvm.ptr, index, index) -> (), !llvm.ptr, index)
 
@@ -12,7 +12,7 @@ GEMM/conv kernels, flash-attention tiles and accel-parallelize-loops all call it
 
 from __future__ import annotations
 
-from accel.targets.cpu.parallel import PARALLEL_FOR  # the runtime's symbol
+from accel.host.parallel import PARALLEL_FOR  # the runtime's symbol
 
 #: The type of an entry function: (ctx, lo, hi) -> ().
 ENTRY_TYPE = "(!llvm.ptr, index, index) -> ()"

@@ -23,7 +23,7 @@ fusion never sees these matmuls; it treats the call as an opaque reader/writer o
 memrefs) and before the deallocation pipeline, which frees the packing buffers (set
 `dealloc` when running it after that pipeline). Kernels of at least `parallel-min-flops`
 multiply-adds split their rows or columns across threads with `accel_parallel_for`
-(python/accel/targets/cpu/parallel.py; the thread count is a runtime setting: 1 runs them
+(python/accel/host/parallel.py; the thread count is a runtime setting: 1 runs them
 serially). The kernel accumulates into C
 (`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
 
@@ -125,12 +125,12 @@ def _cache_bytes(level: int, default: int) -> int:
 @cache
 def host_vector_lanes() -> int:
     """f32 lanes of the widest vector FMA the host has: 16 (AVX-512), 8 (AVX2), else 4."""
-    import llvmlite.binding as llvm
+    from accel.llvm.engine import host_features
 
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f"):
+    features = host_features()
+    if "avx512f" in features:
         return 16
-    return 8 if features.get("avx2") and features.get("fma") else 4
+    return 8 if {"avx2", "fma"} <= features else 4
 
 
 def choose_tiles(vl: int, l1: int, l2: int, l3: int) -> Tiles:
@@ -480,7 +480,7 @@ class MatmulMicrokernel(ModulePass):
     nc: int = field(default=0, metadata={"help": "n block (0: from L3)"})
     #: Free the packing buffers in the kernel (only after the deallocation pipeline).
     dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
-    #: Split large kernels across threads with `accel_parallel_for` (python/accel/targets/cpu/
+    #: Split large kernels across threads with `accel_parallel_for` (python/accel/host/
     #: parallel.py; the thread count is a runtime setting, 1 runs them serially).
     parallel: bool = field(default=True, metadata={"help": "multi-threaded kernels"})
     #: Smallest (batch x) M x N x K run in parallel: below it starting threads costs more.

@@ -4,7 +4,7 @@ Why: after `accel-affine-fusion` every elementwise op, row reduction, softmax, l
 copy and transpose is one affine loop nest, and only the GEMM/conv kernels and the
 flash-attention nest used more than one core. A nest whose outermost parallel loop has
 enough static work is outlined and its iterations are split across threads with the
-fork-join runtime `accel_parallel_for` (python/accel/targets/cpu/parallel.py; the thread count
+fork-join runtime `accel_parallel_for` (python/accel/host/parallel.py; the thread count
 is a runtime setting, 1 runs it serially):
 
     affine.for %i = 0 to 4096 {                 func.call @f_par0(%x, %out)

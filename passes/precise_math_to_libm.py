@@ -4,7 +4,7 @@ Why: `convert-math-to-llvm` lowers `math.expm1(x)` as `exp(x) - 1` and `math.log
 `log(1 + x)`. Near 0 both cancel: the f64 expm1 of 1e-3 was off by ~2000 ulp (4e-13
 relative) and log1p of 1e-10 loses six digits, where torch calls the real functions. libm's
 `expm1`/`log1p` (`expm1f`/`log1pf` for f32) are accurate to 1-2 ulp, and
-`accel.targets.cpu.vecmath` widens the calls to libmvec's vector versions like any other.
+`accel.host.vecmath` widens the calls to libmvec's vector versions like any other.
 
     %y = math.expm1 %x fastmath<fast> : f64
   ->

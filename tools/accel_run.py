@@ -220,7 +220,7 @@ def run_tool(argv: list[str]) -> int:
         return 0
     source = read_input(args.input_file)
     inputs = [parse_input(spec) for spec in args.inputs]
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     filename = "<stdin>" if args.input_file == "-" else args.input_file
     compiled = compile_mlir(source, {**option_flag_values(args), "filename": filename})

@@ -29,13 +29,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from accel.compiled_module import CompiledModule as CompiledModule
     from accel.context import make_context as make_context
     from accel.frontend import import_torch as import_torch
+    from accel.host.compile import compile_mlir as compile_mlir
+    from accel.host.jit import CompiledMLIR as CompiledMLIR
+    from accel.host.parallel import num_threads as get_num_threads  # noqa: F401
+    from accel.host.parallel import set_num_threads as set_num_threads
     from accel.jit_function import jit as jit
     from accel.runtime.symbols import DivisionByZeroError as DivisionByZeroError
     from accel.runtime.symbols import RuntimeAssertionError as RuntimeAssertionError
-    from accel.targets.cpu.compile import compile_mlir as compile_mlir
-    from accel.targets.cpu.jit import CompiledMLIR as CompiledMLIR
-    from accel.targets.cpu.parallel import num_threads as get_num_threads  # noqa: F401
-    from accel.targets.cpu.parallel import set_num_threads as set_num_threads
     from accel.training.compile import compile_train_step as compile_train_step
     from accel.training.step import TrainStep as TrainStep
 
@@ -44,18 +44,18 @@ _PROVIDERS = {
     "accel.api": ("compile", "load", "load_codegen_dir"),
     "accel.compiled_module": ("CompiledModule",),
     "accel.frontend": ("import_torch",),
-    "accel.targets.cpu.compile": ("compile_mlir",),
-    "accel.targets.cpu.jit": ("CompiledMLIR",),
+    "accel.host.compile": ("compile_mlir",),
+    "accel.host.jit": ("CompiledMLIR",),
     "accel.context": ("make_context",),
     "accel.jit_function": ("jit",),
     "accel.runtime.symbols": ("DivisionByZeroError", "RuntimeAssertionError"),
-    "accel.targets.cpu.parallel": ("set_num_threads",),
+    "accel.host.parallel": ("set_num_threads",),
     "accel.training.compile": ("compile_train_step",),
     "accel.training.step": ("TrainStep",),
 }
 #: Public name -> (module, attribute).
 _LAZY = {name: (module, name) for module, names in _PROVIDERS.items() for name in names}
-_LAZY["get_num_threads"] = ("accel.targets.cpu.parallel", "num_threads")
+_LAZY["get_num_threads"] = ("accel.host.parallel", "num_threads")
 
 
 #: Submodules users reach as attributes after a plain `import accel` (`@accel.rdu.hypersection`,

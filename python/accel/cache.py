@@ -3,26 +3,29 @@
 Compile cache. `compile_mlir` looks every compilation up by a content hash (`cache_key`) of
 the input MLIR text (after import, with locations), the options that change code
 (`opt_level`), the accel, MLIR bindings and llvmlite versions, and the host (triple, CPU
-name and features). A hit skips the whole MLIR pipeline and LLVM: the entry holds the
-normalised LLVM IR, the LLVM-dialect MLIR, the function signatures, the external weights'
-sizes and the host object code, which is linked as it is. Weight values are not part of
+name and features). A hit skips the whole MLIR pipeline and LLVM: for the cpu target the
+entry's bytes are the host object code, linked as it is, and its metadata the normalised
+LLVM IR, the LLVM-dialect MLIR, the function signatures and the external weights' sizes
+(`accel.host.jit`; nvgpu keeps its PTX and kernel programs). Weight values are not part of
 the key (the code reads them from buffers bound at load time), so a model with new weights
 reuses the entry.
 Entries live in `cache_dir()`: `$ACCEL_CACHE_DIR`, else `$XDG_CACHE_HOME/accel`, else
 `~/.cache/accel`. Each is one file `<key>.entry`: a header line
-`ACCEL-CACHE <format> <sha256 of the body>` and a zlib-compressed JSON body. Writes are
+`ACCEL-CACHE <format> <sha256 of the body> <metadata length>`, then the body: the metadata
+as zlib-compressed JSON and the bytes as they are (`Entry`). Writes are
 atomic (temporary file + `os.replace`), so concurrent processes never see half an entry; a
 truncated or garbled entry fails its checksum, is deleted and rebuilt. `STATS` counts hits,
 misses, stores and dropped corrupt entries in this process; `CompiledMLIR.cache_hit` tells
 whether one compilation came from the cache.
 
-Front entries (`<key>.front`, same format) let `accel.compile` skip the import too: keyed by
-the `torch.export` program before decompositions (`accel.frontend.program_fingerprint`,
-weight values included, with `environment()` and the options: `front_key`), each names the
-code entry to link and how to bind its weights (`accel.frontend.FrontCache`).
+Front entries (`<key>.front`, same format, metadata only) let `accel.compile` skip the
+import too: keyed by the `torch.export` program before decompositions
+(`accel.frontend.program_fingerprint`, weight values included, with `environment()` and the
+options: `front_key`), each names the code entry to link and how to bind its weights
+(`accel.frontend.FrontCache`).
 
 The cache stores bytes and metadata by key and knows nothing of what they mean: the
-targets build and read their entries (`accel.targets.cpu.jit`), artifact folders are
+targets build and read their entries (`accel.host.jit`), artifact folders are
 `accel.artifact`.
 """
 
@@ -36,6 +39,7 @@ import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,8 +47,16 @@ from typing import Any
 log = logging.getLogger("accel.cache")
 
 #: Bump when the entry or artifact layout changes: older entries then simply miss.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _MAGIC = "ACCEL-CACHE"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the cache holds under a key: opaque bytes (object code) and JSON metadata."""
+
+    data: bytes
+    metadata: dict[str, Any]
 
 #: Counters for this process: "hit", "miss", "store", "corrupt" (MLIR-level entries) and
 #: "front_hit", "front_miss", "front_store" (front entries; see `accel.frontend.FrontCache`).
@@ -156,25 +168,23 @@ def environment() -> dict[str, str]:
     """Versions and host facts that a cached compilation depends on (also in manifests)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    import llvmlite
-    import llvmlite.binding as llvm
-
     import accel
+    from accel.llvm import engine
     from accel.versions import PROVIDER, provider_version
 
     try:
         llvmlite_version = version("llvmlite")
     except PackageNotFoundError:  # pragma: no cover - source checkouts
-        llvmlite_version = llvmlite.__version__
-    llvm.initialize_native_target()
+        llvmlite_version = engine.llvmlite_version()
+    cpu, features = engine.host_cpu()
     return {
         "accel": accel.__version__,
         "code": _code_digest(),
         "bindings": f"{PROVIDER} {provider_version()}",
         "llvmlite": llvmlite_version,
-        "triple": llvm.get_process_triple(),
-        "cpu": llvm.get_host_cpu_name(),
-        "features": llvm.get_host_cpu_features().flatten(),
+        "triple": engine.process_triple(),
+        "cpu": cpu,
+        "features": features,
     }
 
 
@@ -243,52 +253,58 @@ def _entry_path(key: str) -> Path:
     return cache_dir() / f"{key}.entry"
 
 
-def encode_entry(payload: Mapping[str, Any]) -> bytes:
-    """Header line with the body's checksum, then the zlib-compressed JSON body."""
-    body = zlib.compress(json.dumps(payload, sort_keys=True).encode(), 6)
-    header = f"{_MAGIC} {FORMAT_VERSION} {hashlib.sha256(body).hexdigest()}\n".encode()
+def encode_entry(data: bytes, metadata: Mapping[str, Any]) -> bytes:
+    """Header line (format, the body's checksum, the metadata's length), then the body:
+    zlib-compressed JSON metadata followed by `data`."""
+    meta = zlib.compress(json.dumps(metadata, sort_keys=True).encode(), 6)
+    body = meta + data
+    header = (f"{_MAGIC} {FORMAT_VERSION} {hashlib.sha256(body).hexdigest()} "
+              f"{len(meta)}\n").encode()
     return header + body
 
 
-def decode_entry(data: bytes) -> dict[str, Any]:
-    """The payload of an entry; `ValueError` when it is truncated, garbled or foreign."""
-    header, sep, body = data.partition(b"\n")
+def decode_entry(blob: bytes) -> Entry:
+    """The entry in `blob`; `ValueError` when it is truncated, garbled or foreign."""
+    header, sep, body = blob.partition(b"\n")
     parts = header.decode("ascii", "replace").split()
-    if not sep or len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT_VERSION):
+    if not sep or len(parts) != 4 or parts[0] != _MAGIC or parts[1] != str(FORMAT_VERSION) \
+            or not parts[3].isdigit() or int(parts[3]) > len(body):
         raise ValueError("bad header")
     if hashlib.sha256(body).hexdigest() != parts[2]:
         raise ValueError("checksum mismatch")
-    payload = json.loads(zlib.decompress(body))
-    if not isinstance(payload, dict):
-        raise ValueError("body is not an object")
-    return payload
+    split = int(parts[3])
+    metadata = json.loads(zlib.decompress(body[:split]))
+    if not isinstance(metadata, dict):
+        raise ValueError("metadata is not an object")
+    return Entry(body[split:], metadata)
 
 
-def lookup(key: str) -> dict[str, Any] | None:
-    """The cached payload for `key`, or None (a corrupt entry is deleted and counts a miss)."""
-    payload = _read(_entry_path(key), {"llvm_ir": str, "signatures": list})
-    STATS["hit" if payload is not None else "miss"] += 1
-    if payload is not None:
+def lookup(key: str, fields: Mapping[str, type] | None = None) -> Entry | None:
+    """The entry for `key`, or None (a corrupt one is deleted and counts a miss; so does one
+    whose metadata lacks `fields`, name -> type, which its reader needs)."""
+    entry = _read(_entry_path(key), fields or {})
+    STATS["hit" if entry is not None else "miss"] += 1
+    if entry is not None:
         log.info("accel cache: hit %s", key)
-    return payload
+    return entry
 
 
-def _read(path: Path, fields: Mapping[str, type]) -> dict[str, Any] | None:
-    """`path`'s payload if it has `fields` (name -> type); a corrupt one is deleted."""
+def _read(path: Path, fields: Mapping[str, type]) -> Entry | None:
+    """`path`'s entry if its metadata has `fields` (name -> type); a corrupt one is deleted."""
     if not usable():
         return None
     try:
-        data = _read_own_file(path)
+        blob = _read_own_file(path)
     except OSError:
         return None
     try:
-        payload = decode_entry(data)
-        if not all(isinstance(payload.get(f), t) for f, t in fields.items()):
+        entry = decode_entry(blob)
+        if not all(isinstance(entry.metadata.get(f), t) for f, t in fields.items()):
             raise ValueError("missing fields")
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
         _discard(path, "corrupt", err)
         return None
-    return payload
+    return entry
 
 
 def drop(key: str, reason: str) -> None:
@@ -307,16 +323,17 @@ def _discard(path: Path, what: str, reason: object) -> None:
         pass
 
 
-def store(key: str, payload: Mapping[str, Any]) -> None:
-    """Save `payload` under `key`; a cache that cannot be written only logs a warning."""
-    _write(_entry_path(key), payload, "store")
+def store(key: str, data: bytes, metadata: Mapping[str, Any]) -> None:
+    """Save `data` and `metadata` under `key`; a cache that cannot be written only logs a
+    warning."""
+    _write(_entry_path(key), data, metadata, "store")
 
 
-def _write(path: Path, payload: Mapping[str, Any], counter: str) -> None:
+def _write(path: Path, data: bytes, metadata: Mapping[str, Any], counter: str) -> None:
     if not usable():
         return
     try:
-        atomic_write(path, encode_entry(payload), private=True)
+        atomic_write(path, encode_entry(data, metadata), private=True)
     except OSError as err:
         log.warning("accel cache: could not write %s: %s", path, err)
         return
@@ -334,9 +351,10 @@ def _front_path(key: str) -> Path:
 def lookup_front(key: str) -> dict[str, Any] | None:
     """The front entry for `key`, or None (a corrupt one is deleted). `FrontCache` counts
     `front_hit` (entry used) and `front_miss` in `STATS`."""
-    return _read(_front_path(key), _FRONT_FIELDS)
+    entry = _read(_front_path(key), _FRONT_FIELDS)
+    return entry.metadata if entry is not None else None
 
 
 def store_front(key: str, payload: Mapping[str, Any]) -> None:
     """Save a front entry; a cache that cannot be written only logs a warning."""
-    _write(_front_path(key), payload, "front_store")
+    _write(_front_path(key), b"", payload, "front_store")

@@ -19,14 +19,13 @@ def version_text(tool: str) -> str:
     """`--version` output shared by accel's tools: accel, bindings, llvmlite and Python."""
     import platform
 
-    import llvmlite
-
     import accel
+    from accel.llvm.engine import llvmlite_version
     from accel.versions import PROVIDER, provider_version
 
     return (f"{tool} (accel {accel.__version__})\n"
             f"  MLIR bindings: {PROVIDER} {provider_version()}\n"
-            f"  llvmlite {llvmlite.__version__}\n"
+            f"  llvmlite {llvmlite_version()}\n"
             f"  Python {platform.python_version()}")
 
 
@@ -112,7 +111,8 @@ def add_option_flags(p: Any, names: Iterable[str], *, debug: bool = False,
     the defaults under each target's preset are not worked out (that resolves options)."""
     import argparse
 
-    from accel.options import OPTIONS, _show, shown_default
+    from accel.options import OPTIONS, _show
+    from accel.settings import shown_default
 
     taken = {s for action in p._actions for s in action.option_strings}
     groups: dict[str, Any] = {}
@@ -165,7 +165,7 @@ def option_flag_values(a: Any) -> dict[str, Any]:
 
 
 def parse_option_items(items: Iterable[str]) -> dict[str, Any]:
-    """`--option KEY=VALUE` items as an options dict: names as given (`accel.options.resolve`
+    """`--option KEY=VALUE` items as an options dict: names as given (`accel.settings.merge`
     renames aliases and refuses unknown ones), values parsed by the option's types."""
     from accel.options import OPTIONS, canonical, parse_text
 

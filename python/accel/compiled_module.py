@@ -184,7 +184,7 @@ class CompiledModule:
                 pointers = plan.numpy_pointers(args)
             if pointers is not None:
                 if self._fast_threads is not None:
-                    from accel.targets.cpu.parallel import set_num_threads
+                    from accel.host.parallel import set_num_threads
 
                     set_num_threads(self._fast_threads)
                 shapes = None if plan.all_static else [a.shape for a in args]
@@ -232,7 +232,7 @@ class CompiledModule:
         eager_state = self._eager_state(args) if self.options.get("verify_numerics") else None
         threads = self.options.get("num_threads")
         if threads is not None:  # process-wide: set for this model's call
-            from accel.targets.cpu.parallel import set_num_threads
+            from accel.host.parallel import set_num_threads
 
             set_num_threads(threads)
         runs = 1 if self.mutations else self.options.get("num_iters", 1)  # updates happen once

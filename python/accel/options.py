@@ -2,13 +2,14 @@
 
 `accel.compile`, `@accel.jit`, `torch.compile(backend="accel", options=...)`,
 `accel.compile_mlir`, `accel-compile` (flags, `--option`, `--option-json`) and option.json
-all read and validate through `resolve()`. An option has a type, a default, a doc, a scope
-(where it applies), whether it changes generated code (then it is part of the compile-cache
-key), its command-line spelling, and its allowed values or range.
+all read and validate through `accel.settings.resolve()` (this table imports no target:
+the merge with a target's presets is `accel.settings.merge`). An option has a type, a
+default, a doc, a scope (where it applies), whether it changes generated code (then it is
+part of the compile-cache key), its command-line spelling, and its allowed values or range.
 
 Scopes: `common` (every target), `call` (how a compiled model is called), `aot` (C
 libraries), `torch_compile` (only `torch.compile(backend="accel", options=...)`: which of
-dynamo's graphs accel compiles; `split_torch_compile` takes them out before `resolve`),
+dynamo's graphs accel compiles; `split_torch_compile` takes them out before resolving),
 `train` (compiled training, `accel.compile_train_step`; an error with `accel.compile`), or a
 target's name (`cpu`, `nvgpu`, `rdu`, `mncore`): such an option is an error with any other
 target. Presets (`-o0`/`-o1`/`-o3`, `O0`..`O4`, ...) are named sets of option
@@ -486,50 +487,6 @@ def check_value(option: Option, value: Any, choices: tuple[Any, ...] | None = No
     return value
 
 
-def resolve(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None = None
-            ) -> dict[str, Any]:
-    """Defaults < the target's preset < `options`, every value validated.
-
-    The result has every option that applies to the chosen target, plus `preset` resolved to
-    the preset's name. `extra` are internal settings passed through unvalidated (e.g. the
-    `filename` of compile_mlir's diagnostics).
-    """
-    from accel import targets
-
-    if options is not None and not isinstance(options, Mapping):
-        raise OptionTypeError(f"options must be a dict, got {type(options).__name__}")
-    given = named(options or {})
-    for key in given:
-        if OPTIONS[key].scope == "torch_compile":
-            raise OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
-                              "only")
-    name = check_value(OPTIONS["target"], given.get("target", "cpu"), targets.names())
-    target = targets.get(name)
-    applicable = {o.name: o for o in for_target(name)}
-    for key in given:
-        if key not in applicable:
-            where = " and ".join((OPTIONS[key].scope, *OPTIONS[key].also))
-            raise OptionError(f"option '{key}' applies to target {where}, not {name}")
-    preset_name = check_value(OPTIONS["preset"], given.get("preset"))
-    presets = target.presets()
-    if preset_name is None:
-        preset_name = target.default_preset
-    if preset_name is not None and preset_name not in presets:
-        raise OptionError(f"option 'preset': target {name} has no preset {preset_name!r} "
-                          f"(choose from {', '.join(presets) or 'none'})")
-    merged = {k: o.default for k, o in applicable.items()}
-    if preset_name is not None:
-        merged.update(presets[preset_name])
-    merged.update(target.file_options({**merged, **given}))
-    merged.update(given)
-    merged["target"], merged["preset"] = name, preset_name
-    choices = {"target": targets.names(), "device": target.devices()}
-    for key, value in merged.items():
-        check_value(applicable[key], value, choices.get(key))
-    merged.update(extra or {})
-    return merged
-
-
 def split_torch_compile(options: Any) -> tuple[Any, dict[str, Any]]:
     """`options` without the `torch_compile`-scoped ones, and those (every one, defaults
     included) validated. Anything but a dict is left for `resolve` to reject."""
@@ -566,30 +523,3 @@ def parse_text(option: Option | None, text: str) -> Any:
                                        r"([eE][+-]?[0-9]+)?", text.strip()):
         return float(text)
     return text
-
-
-def shown_default(option: Option) -> str:
-    """`option`'s default as --help names it: for a target's own option, the value under
-    that target's default preset where the preset sets it (mncore's O1 picks its scheduler
-    through option_json), e.g. "auto_recompute_sa (preset O1)"."""
-    from accel import targets
-
-    if option.scope in targets.names():
-        try:
-            resolved = resolve({"target": option.scope})
-        except AccelError:  # a target whose presets cannot resolve here: the table's
-            resolved = {}
-        value = resolved.get(option.name, option.default)
-        if value != option.default:
-            return f"{_show(value)} (preset {resolved['preset']})"
-    return _show(option.default)
-
-
-def help_table(target: str) -> str:
-    """The options of `target` as text for --help and docs: name, default, allowed, doc."""
-    lines = []
-    for o in for_target(target):
-        spell = ", ".join(o.flags)
-        lines.append(f"  {o.name} ({spell}; default {shown_default(o)}; {o.allowed()})")
-        lines.append(f"      {o.doc}")
-    return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 Each entry point (`accel.compile`, `@accel.jit`, `torch.compile(backend="accel")`,
 `accel.compile_train_step`, `accel.compile_mlir`, accel-compile and its option.json)
-resolves what it was given exactly once (`resolve`: `accel.options.resolve`'s defaults <
+resolves what it was given exactly once (`resolve`: `merge`'s defaults <
 preset < target file < given, then the target's `check`) and hands the `Settings` down.
 Everything below reads it like a dict and never resolves again: `accel.compile` given a
 `Settings` takes it as it is, and so does the cpu target's `compile_mlir`. An emulated
@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from accel import options as table
+from accel import targets
 
 #: Settings accel adds for a target that are not options (`accel.options.INTERNAL_SETTINGS`
 #: and the `filename` diagnostics name): carried, not validated.
@@ -103,8 +104,6 @@ def host_settings(source: Mapping[str, Any], *carried: str, **changes: Any) -> S
     validated and the cpu target checks the whole (it refuses what it cannot honour); no
     options are resolved. `Settings.for_host` is this with the compile's own settings;
     loading an artifact passes its manifest's options."""
-    from accel import targets
-
     values = dict(_cpu_baseline())
     values.update({k: source[k] for k in carried if k in source})
     values.update(changes)
@@ -125,8 +124,6 @@ def _cpu_baseline() -> Mapping[str, Any]:
     """The cpu target's options at their defaults under its default preset (computed once
     per process: data, not a resolution of anyone's options)."""
     if not _CPU_BASELINE:
-        from accel import targets
-
         cpu = targets.get("cpu")
         values = {o.name: o.default for o in table.for_target("cpu")}
         if cpu.default_preset is not None:
@@ -137,25 +134,21 @@ def _cpu_baseline() -> Mapping[str, Any]:
 
 
 def _target_choices(name: str) -> dict[str, tuple[Any, ...]]:
-    from accel import targets
-
     return {"target": targets.names(), "device": targets.get(name).devices()}
 
 
 def resolve(options: Mapping[str, Any] | None, *, check: bool = True) -> Settings:
     """`options` (None, a dict, or `Settings`, returned as they are) resolved once: the
-    options table's merge and validation (`accel.options.resolve`), the AOT refusal of a
+    options table's merge and validation (`merge`), the AOT refusal of a
     target without libraries and the target's own `check`, before any work."""
     if isinstance(options, Settings):
         return options
-    from accel import targets
-
     internal: dict[str, Any] = {}
     given: Any = options
     if isinstance(options, Mapping):  # a target's internal settings ride along unresolved
         internal = {k: v for k, v in options.items() if k in INTERNAL}
         given = table.named({k: v for k, v in options.items() if k not in INTERNAL})
-    resolved = table.resolve(given)
+    resolved = merge(given)
     settings = Settings({**resolved, **internal}, frozenset(given or ()))
     target = targets.get(settings.target)
     if not check:
@@ -168,4 +161,72 @@ def resolve(options: Mapping[str, Any] | None, *, check: bool = True) -> Setting
     return settings
 
 
-__all__ = ["INTERNAL", "Settings", "host_settings", "resolve"]
+def merge(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """Defaults < the target's preset < `options`, every value validated.
+
+    The result has every option that applies to the chosen target, plus `preset` resolved to
+    the preset's name. `extra` are internal settings passed through unvalidated (e.g. the
+    `filename` of compile_mlir's diagnostics).
+    """
+    if options is not None and not isinstance(options, Mapping):
+        raise table.OptionTypeError(f"options must be a dict, got {type(options).__name__}")
+    given = table.named(options or {})
+    for key in given:
+        if table.OPTIONS[key].scope == "torch_compile":
+            raise table.OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
+                              "only")
+    name = table.check_value(table.OPTIONS["target"], given.get("target", "cpu"), targets.names())
+    target = targets.get(name)
+    applicable = {o.name: o for o in table.for_target(name)}
+    for key in given:
+        if key not in applicable:
+            where = " and ".join((table.OPTIONS[key].scope, *table.OPTIONS[key].also))
+            raise table.OptionError(f"option '{key}' applies to target {where}, not {name}")
+    preset_name = table.check_value(table.OPTIONS["preset"], given.get("preset"))
+    presets = target.presets()
+    if preset_name is None:
+        preset_name = target.default_preset
+    if preset_name is not None and preset_name not in presets:
+        raise table.OptionError(f"option 'preset': target {name} has no preset {preset_name!r} "
+                          f"(choose from {', '.join(presets) or 'none'})")
+    merged = {k: o.default for k, o in applicable.items()}
+    if preset_name is not None:
+        merged.update(presets[preset_name])
+    merged.update(target.file_options({**merged, **given}))
+    merged.update(given)
+    merged["target"], merged["preset"] = name, preset_name
+    choices = {"target": targets.names(), "device": target.devices()}
+    for key, value in merged.items():
+        table.check_value(applicable[key], value, choices.get(key))
+    merged.update(extra or {})
+    return merged
+
+
+def shown_default(option: table.Option) -> str:
+    """`option`'s default as --help names it: for a target's own option, the value under
+    that target's default preset where the preset sets it (mncore's O1 picks its scheduler
+    through option_json), e.g. "auto_recompute_sa (preset O1)"."""
+    if option.scope in targets.names():
+        try:
+            resolved = merge({"target": option.scope})
+        except table.AccelError:  # a target whose presets cannot resolve here: the table's
+            resolved = {}
+        value = resolved.get(option.name, option.default)
+        if value != option.default:
+            return f"{table._show(value)} (preset {resolved['preset']})"
+    return table._show(option.default)
+
+
+def help_table(target: str) -> str:
+    """The options of `target` as text for --help and docs: name, default, allowed, doc."""
+    lines = []
+    for o in table.for_target(target):
+        spell = ", ".join(o.flags)
+        lines.append(f"  {o.name} ({spell}; default {shown_default(o)}; {o.allowed()})")
+        lines.append(f"      {o.doc}")
+    return "\n".join(lines)
+
+
+__all__ = ["INTERNAL", "Settings", "help_table", "host_settings", "merge", "resolve",
+           "shown_default"]

@@ -127,7 +127,7 @@ def _loaded(env: Env) -> Any:
 
 
 def _add(env: Env) -> Any:
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     if "add" not in env.memo:
         env.memo["add"] = compile_mlir(ADD_MLIR, {"cache": False})

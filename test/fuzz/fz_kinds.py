@@ -65,7 +65,7 @@ def _accel_run(case: dict[str, Any], env: Env, native: Native) -> Result:
 
 
 def _compile_mlir(case: dict[str, Any], env: Env, native: Native) -> Result:
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     def body() -> Result:
         compile_mlir(_text(case), {"cache": False, "filename": "input.mlir"})
@@ -76,7 +76,7 @@ def _compile_mlir(case: dict[str, Any], env: Env, native: Native) -> Result:
 
 # -- options --------------------------------------------------------------------------------
 def _options_compile_mlir(case: dict[str, Any], env: Env, native: Native) -> Result:
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     options = substitute(case["options"], env)
 

@@ -54,7 +54,7 @@ def _send(fd: int, data: dict[str, Any]) -> None:
 def preload() -> None:
     """Import what the cases use, once, before forking workers (no threads started)."""
     import accel.api  # noqa: F401
-    import accel.targets.cpu.compile  # noqa: F401
+    import accel.host.compile  # noqa: F401
     import accel.tools.accel_compile  # noqa: F401
     import accel.tools.accel_opt  # noqa: F401
     import accel.tools.accel_run  # noqa: F401
@@ -77,7 +77,7 @@ def _worker(fixtures: Path, folder: Path, rfd: int, wfd: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import fz_execute
     import fz_kinds
-    from accel.targets.cpu.jit import CompiledMLIR
+    from accel.host.jit import CompiledMLIR
 
     def notify(phase: str) -> None:
         _send(wfd, {"type": "phase", "phase": phase})

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from accel.api import resolve_options
 from accel.diagnostics import AccelError
+from accel.host.compile import compile_mlir
 from accel.options import OptionError
-from accel.targets.cpu.compile import compile_mlir
 from samples import ADD
 
 torch = pytest.importorskip("torch")

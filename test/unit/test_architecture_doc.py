@@ -106,7 +106,7 @@ def test_the_check_can_fail() -> None:
     assert _dotted_problem("accel.no_such_module.x") is not None
     assert _path_problem("python/accel/no_such.py", None) is not None
     assert _path_problem("python/accel/targets/{cpu,nope}/", None) is not None
-    assert _dotted_problem("accel.targets.cpu.jit") is None
+    assert _dotted_problem("accel.host.jit") is None
 
 
 @pytest.mark.parametrize("target", ["cpu", "nvgpu", "rdu", "mncore"])

@@ -18,9 +18,9 @@ import pytest
 from accel import artifact, cache
 from accel.api import load as accel_load
 from accel.diagnostics import AccelError
+from accel.host.compile import compile_mlir
 from accel.runtime.signature import signature_from_json, signature_to_json
 from accel.targets import cpu as cpu_target
-from accel.targets.cpu.compile import compile_mlir
 from samples import ADD  # noqa: E402 - shared with test_accel_compile
 
 X = np.arange(4, dtype=np.float32)
@@ -90,15 +90,31 @@ def test_corrupt_entry_is_rebuilt(tmp_cache: Path, damage: str) -> None:
     again = compile_mlir(ADD)
     assert not again.cache_hit and cache.STATS["corrupt"] == 1
     np.testing.assert_array_equal(again.invoke("add", X, Y), X + Y)
-    assert cache.decode_entry(path.read_bytes())["llvm_ir"] == again.llvm_ir  # rewritten
+    assert cache.decode_entry(path.read_bytes()).metadata["llvm_ir"] == again.llvm_ir
     assert compile_mlir(ADD).cache_hit
 
 
 def test_entry_checksum_roundtrip() -> None:
-    blob = cache.encode_entry({"llvm_ir": "x", "signatures": []})
-    assert cache.decode_entry(blob) == {"llvm_ir": "x", "signatures": []}
+    blob = cache.encode_entry(b"\x7fELF\n\x00", {"llvm_ir": "x", "signatures": []})
+    assert cache.decode_entry(blob) == cache.Entry(b"\x7fELF\n\x00",
+                                                   {"llvm_ir": "x", "signatures": []})
     with pytest.raises(ValueError, match="checksum"):
         cache.decode_entry(blob[:-1] + bytes([blob[-1] ^ 1]))
+    header, _, body = blob.partition(b"\n")
+    for bad in (header.rsplit(b" ", 1)[0], header + b"0", header.rsplit(b" ", 1)[0] + b" x"):
+        with pytest.raises(ValueError, match="header"):
+            cache.decode_entry(bad + b"\n" + body)
+
+
+def test_the_cache_stores_bytes_and_metadata_and_knows_no_target(tmp_cache: Path) -> None:
+    """Issue 27: an entry is opaque bytes + JSON metadata; the reader names the fields it
+    needs, and an entry without them is a miss (dropped), whoever wrote it."""
+    cache.store("k" * 64, b"\x00\x01bytes", {"anything": [1, 2]})
+    entry = cache.lookup("k" * 64)
+    assert entry is not None and entry.data == b"\x00\x01bytes"
+    assert entry.metadata == {"anything": [1, 2]}
+    assert cache.lookup("k" * 64, {"llvm_ir": str}) is None
+    assert cache.lookup("k" * 64) is None  # the entry that missed a field was dropped
 
 
 def test_no_temporary_files_left(tmp_cache: Path) -> None:
@@ -109,7 +125,7 @@ def test_no_temporary_files_left(tmp_cache: Path) -> None:
 def test_hit_across_processes(tmp_cache: Path, tmp_path: Path) -> None:
     src = tmp_path / "add.mlir"
     src.write_text(ADD)
-    script = ("import sys; from accel.targets.cpu.compile import compile_mlir; "
+    script = ("import sys; from accel.host.compile import compile_mlir; "
               "m = compile_mlir(open(sys.argv[1]).read()); print('cache_hit', m.cache_hit)")
     env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_cache)}
     runs = [subprocess.run([sys.executable, "-c", script, str(src)], capture_output=True,

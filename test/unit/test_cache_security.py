@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import stat
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from accel import cache
-from accel.targets.cpu.compile import compile_mlir
+from accel.host.compile import compile_mlir
 
 ADD = """
 func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -73,15 +72,14 @@ def test_a_fifo_named_like_an_entry_does_not_block(folder: Path) -> None:
 def _rewrite_object(path: Path, damage: Any, *, fix_digest: bool) -> None:
     """Damage the object code inside a cache entry and fix the entry's checksum up (and,
     with `fix_digest`, the object's own digest), as a broken writer would leave it."""
-    from accel.targets.cpu.jit import object_digest
+    from accel.host.jit import object_digest
 
-    payload = cache.decode_entry(path.read_bytes())
-    obj = bytearray(base64.b64decode(payload["object"]))
+    entry = cache.decode_entry(path.read_bytes())
+    obj = bytearray(entry.data)
     damage(obj)
-    payload["object"] = base64.b64encode(bytes(obj)).decode()
     if fix_digest:
-        payload["object_sha256"] = object_digest(bytes(obj))
-    path.write_bytes(cache.encode_entry(payload))  # a valid checksum over damaged bytes
+        entry.metadata["object_sha256"] = object_digest(bytes(obj))
+    path.write_bytes(cache.encode_entry(bytes(obj), entry.metadata))  # a valid checksum
 
 
 def _flip_code(obj: bytearray) -> None:
@@ -113,12 +111,13 @@ def test_an_entry_with_damaged_object_code_is_rebuilt_not_run(
     assert not again.cache_hit and cache.STATS["corrupt"] == 1
     x, y = np.arange(4, dtype=np.float32), np.full(4, 0.5, np.float32)
     np.testing.assert_array_equal(again.invoke("add", x, y), x + y)
+    from accel.host.jit import object_digest
     from accel.llvm.elf import object_problem
-    from accel.targets.cpu.jit import object_digest
 
     rebuilt = cache.decode_entry(path.read_bytes())
-    obj = base64.b64decode(rebuilt["object"])
-    assert rebuilt["object_sha256"] == object_digest(obj) and object_problem(obj) is None
+    obj = rebuilt.data
+    assert rebuilt.metadata["object_sha256"] == object_digest(obj) and \
+        object_problem(obj) is None
     assert compile_mlir(ADD).cache_hit
 
 

@@ -408,8 +408,8 @@ def test_non_contiguous_inputs(kernels: object) -> None:
 
 
 def test_jit_frees_with_the_same_free_as_the_finalizers() -> None:
+    from accel.host.jit import host_free_address_in_jit
     from accel.runtime.symbols import libc_free_address
-    from accel.targets.cpu.jit import host_free_address_in_jit
 
     assert host_free_address_in_jit() == libc_free_address()
 

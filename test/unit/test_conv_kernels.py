@@ -27,7 +27,7 @@ RTOL, ATOL = 1e-4, 1e-4
 @pytest.fixture
 def threads():
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.targets.cpu import parallel
+    from accel.host import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

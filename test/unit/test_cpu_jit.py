@@ -1,4 +1,4 @@
-"""JIT internals of `accel.targets.cpu.jit`: soft-float helpers and the `accel-run` value syntax."""
+"""JIT internals of `accel.host.jit`: soft-float helpers and the `accel-run` value syntax."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from accel.diagnostics import AccelError
+from accel.host.abi import soft_float_helpers_ir
 from accel.llvm.normalize import FORMATS, round_to_format
-from accel.targets.cpu.abi import soft_float_helpers_ir
 from accel.tools.accel_run import format_result, format_scalar, parse_input
 
 RNG = np.random.default_rng(7)

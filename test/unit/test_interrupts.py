@@ -120,7 +120,7 @@ def test_object_cache_callback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     """A KeyboardInterrupt inside llvmlite's object-cache callback used to be printed and
     dropped by ctypes, and the compile went on into a damaged cache entry: now it stops the
     compile and nothing is cached."""
-    from accel.targets.cpu import jit
+    from accel.host import jit
 
     def interrupted(objects: list[bytes], data: object) -> None:
         raise KeyboardInterrupt

@@ -2,9 +2,12 @@
 function-level ones included, between accel's own modules.
 
 - no import circle anywhere in the package;
-- a target imports the core and `accel.targets.cpu` (host execution), never another target;
-- the frontend imports no target and no cache; the cache imports nothing above the runtime;
-- only `accel.ir` imports `torch_mlir`.
+- a target imports the core and the host layer (`accel.host`), never another target; the
+  host layer, the options table, settings' table and the artifact format import no target
+  module (the registry hands targets out by name);
+- the frontend imports no target and no cache; the cache imports nothing above the runtime
+  (and `accel.llvm`'s host facts);
+- only `accel.ir` imports `torch_mlir`; only `accel.llvm` imports llvmlite.
 """
 
 from __future__ import annotations
@@ -150,7 +153,7 @@ def _cycles(graph: dict[str, set[str]] = FULL_GRAPH) -> list[list[str]]:
 
 
 def test_the_walker_sees_function_level_imports() -> None:
-    assert "accel.targets.cpu.jit" in GRAPH["accel.targets.cpu"]  # imported inside methods
+    assert "accel.host.jit" in GRAPH["accel.targets.cpu"]  # imported inside methods
     assert "accel.ir" in GRAPH["accel.frontend.torch_import"]
 
 
@@ -186,7 +189,9 @@ def _target_of(module: str) -> str | None:
     return parts[2]
 
 
-def test_targets_import_only_the_core_and_cpu() -> None:
+def test_targets_import_only_the_core_and_the_host_layer() -> None:
+    """Issue 27: the host lowering and JIT that nvgpu, rdu and mncore reuse is `accel.host`,
+    not the cpu target: no target imports another, cpu included."""
     bad = []
     for module, deps in GRAPH.items():
         own = _target_of(module)
@@ -194,9 +199,29 @@ def test_targets_import_only_the_core_and_cpu() -> None:
             continue
         for dep in deps:
             other = _target_of(dep)
-            if other is not None and other not in (own, "cpu"):
+            if other is not None and other != own:
                 bad.append(f"{module} -> {dep}")
     assert bad == []
+
+
+@pytest.mark.parametrize("layer", ["accel.host", "accel.llvm", "accel.options",
+                                   "accel.artifact", "accel.runtime"])
+def test_lower_layers_import_no_target(layer: str) -> None:
+    """The host layer, LLVM, the options table, artifacts and the runtime sit below the
+    targets: none of their modules imports a target or the registry (they are handed the
+    target, or its settings, by their caller)."""
+    bad = [f"{m} -> {d}" for m, deps in FULL_GRAPH.items()
+           if m == layer or m.startswith(layer + ".")
+           for d in deps if d == "accel.targets" or d.startswith("accel.targets.")]
+    assert bad == []
+
+
+def test_only_the_llvm_layer_imports_llvmlite() -> None:
+    """docs/architecture.md: one llvmlite layer (`accel.llvm`): the JIT, AOT, PTX, the
+    cache's host facts and the passes' ISA queries all go through it."""
+    users = sorted(m for m in MODULES if any(n == "llvmlite" or n.startswith("llvmlite.")
+                                             for n in _raw_imports(m)))
+    assert users and all(m.startswith("accel.llvm") for m in users), users
 
 
 def _own_pass(module: str, target: str | None) -> bool:
@@ -231,7 +256,7 @@ def test_frontend_imports_no_target_and_no_cache(module: str) -> None:
 
 
 def test_cache_imports_nothing_above_the_runtime() -> None:
-    allowed = {"accel", "accel.diagnostics", "accel.versions"}
+    allowed = {"accel", "accel.diagnostics", "accel.versions", "accel.llvm.engine"}
     assert {d for d in GRAPH["accel.cache"] if d not in allowed
             and not d.startswith("accel.runtime")} == set()
 

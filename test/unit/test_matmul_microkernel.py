@@ -1,7 +1,7 @@
 """`accel-matmul-microkernel`: packed GEMM kernels against numpy and eager PyTorch.
 
 The pass is put into the CPU pipeline right after One-Shot Bufferize (where
-docs/cpu-codegen.md says it goes) by patching `accel.targets.cpu.pipelines.BUFFERIZE`; each case
+docs/cpu-codegen.md says it goes) by patching `accel.host.pipelines.BUFFERIZE`; each case
 checks
 that it fired (a `call @accel_gemm_...` after bufferization) and compares with float64 numpy
 at rtol=1e-4. Shapes cover exact multiples of the tiles, every kind of remainder (M, N, K
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from accel import phases
 from accel.diagnostics import AccelError
+from accel.host import pipelines as cpu
 from accel.ir import Module
 from accel.passes import lookup_pass
 from accel.passes._gemm_kernel import Tiles
 from accel.passes.matmul_microkernel import choose_tiles, host_tiles
 from accel.pipeline import run_pipeline
-from accel.targets.cpu import pipelines as cpu
 
 RTOL, ATOL = 1e-4, 1e-5
 PASS = "accel-matmul-microkernel"
@@ -254,11 +254,11 @@ def test_bad_options(ctx):
         run_pipeline(Module.parse("module {}"), f"builtin.module({PASS}{{vector-width=3}})")
 
 
-# -- multi-threaded kernels (accel_parallel_for, python/accel/targets/cpu/parallel.py) ----------
+# -- multi-threaded kernels (accel_parallel_for, python/accel/host/parallel.py) ----------
 @pytest.fixture
 def threads():
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.targets.cpu import parallel
+    from accel.host import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

@@ -8,7 +8,8 @@ import accel
 import combinations as C
 import numpy as np
 import pytest
-from accel.options import help_table, resolve
+from accel.settings import help_table
+from accel.settings import merge as resolve
 
 MODEL, INPUTS = C.MODELS["block"]()
 MODEL.eval()
@@ -32,7 +33,7 @@ def test_every_layer_reads_only_what_the_graph_says() -> None:
     """Each layer function's arguments are its graph inputs (or graph inputs/weights): a
     tensor it read through a skipped op would be a dependency the scheduler never saw."""
     from accel.frontend.torch_import import import_program
-    from accel.targets.cpu.signatures import parsed
+    from accel.host.signatures import parsed
     from accel.targets.mncore import graph, layered
 
     text = import_program(MODEL, INPUTS, func_name="main").module.operation.get_asm()

@@ -113,7 +113,7 @@ def test_gpt2_matches_eager(gpt2) -> None:
     """float matches eager within 1e-4; mixed (GEMMs in half) within half-precision
     tolerances. The mixed build reuses the imported module (one torch.export)."""
     from accel import targets
-    from accel.options import resolve
+    from accel.settings import merge as resolve
 
     model, ids = gpt2
     ref = model(ids).detach().numpy()

@@ -12,7 +12,8 @@ import pytest
 import torch
 from accel import targets
 from accel.diagnostics import AccelError
-from accel.options import OptionError, resolve
+from accel.options import OptionError
+from accel.settings import merge as resolve
 from accel.targets.mncore import option_json
 from samples import ADD, mlp_class  # noqa: E402
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import accel
+import accel.settings
 import numpy as np
 import pytest
 import torch
@@ -125,7 +126,7 @@ def imported() -> dict[str, tuple[str, dict[str, np.ndarray]]]:
 
 @pytest.fixture(scope="module")
 def compiled(imported) -> dict[str, GpuExecutable]:
-    target, opts = get_target("nvgpu"), accel.options.resolve(CROSS)
+    target, opts = get_target("nvgpu"), accel.settings.merge(CROSS)
     return {name: target.compile(text, opts, weights=weights)
             for name, (text, weights) in imported.items()}
 
@@ -146,7 +147,7 @@ def test_zoo_compiles_to_ptx_ptxas_accepts(compiled, name: str) -> None:
 def test_sm80_and_sm90a(imported) -> None:
     text, weights = imported["softmax"]
     for arch in ("sm_80", "sm_90a"):
-        exe = get_target("nvgpu").compile(text, accel.options.resolve({**CROSS,
+        exe = get_target("nvgpu").compile(text, accel.settings.merge({**CROSS,
                                                                        "device": arch}))
         assert exe.arch == arch and f".target {arch}" in next(iter(exe.kernels.values())).ptx
         verify_ptx(exe)
@@ -185,7 +186,7 @@ def test_zoo_kernels_and_launches_match_eager_on_host(imported, name: str) -> No
     from accel.targets.nvgpu.emulate import emulate_kernels
 
     text, weights = imported[name]
-    opts = accel.options.resolve({**CROSS, "threads_per_block": 32})
+    opts = accel.settings.merge({**CROSS, "threads_per_block": 32})
     run = emulate_kernels(text, opts, weights=weights)["main"]
     _check_against_eager(name, run(*_host_inputs(name)))
 
@@ -196,7 +197,7 @@ def test_gpt2_block_loop_structure_matches_eager_on_host(imported) -> None:
     from accel.targets.nvgpu.compile import emulate_on_host
 
     text, weights = imported["gpt2-block"]
-    opts = accel.options.resolve({**CROSS, "threads_per_block": 64})
+    opts = accel.settings.merge({**CROSS, "threads_per_block": 64})
     exe = emulate_on_host(text, opts, weights=weights)
     _check_against_eager("gpt2-block", exe["main"](*_host_inputs("gpt2-block")))
 
@@ -216,7 +217,7 @@ def test_fp16_matmuls_use_tensor_cores(compiled, imported) -> None:
         ptx = "".join(k.ptx for k in compiled[name].kernels.values())
         assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32" in ptx
     text, _ = imported["matmul-fp16"]
-    exe = get_target("nvgpu").compile(text, accel.options.resolve(
+    exe = get_target("nvgpu").compile(text, accel.settings.merge(
         {**CROSS, "disable_tensor_core": True}))
     ptx = "".join(k.ptx for k in exe.kernels.values())
     assert "mma" not in ptx and "wmma" not in ptx
@@ -236,7 +237,7 @@ def test_compile_cache(imported, tmp_path, monkeypatch) -> None:
     """A second compile of the same text and options comes from the cache, equal."""
     monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path))
     text, weights = imported["mlp"]
-    opts = accel.options.resolve({**CROSS, "cache": True})
+    opts = accel.settings.merge({**CROSS, "cache": True})
     from accel import cache
 
     first = get_target("nvgpu").compile(text, opts, weights=weights)
@@ -320,7 +321,7 @@ def test_malformed_input_and_manifest_are_clean_errors(compiled, tmp_path) -> No
     from accel.artifact import save_executable
 
     with pytest.raises(AccelError, match="expected"):
-        get_target("nvgpu").compile("func.func @f(", accel.options.resolve(CROSS))
+        get_target("nvgpu").compile("func.func @f(", accel.settings.merge(CROSS))
     folder = tmp_path / "a"
     save_executable(folder, compiled["softmax"], target=get_target("nvgpu"), entry="main",
                     options=CROSS)
@@ -358,7 +359,7 @@ def test_strict_target_names_the_op() -> None:
       return %r : tensor<?xf32>
     }"""
     target = get("nvgpu")
-    opts = accel.options.resolve({**CROSS, "strict_target": True})
+    opts = accel.settings.merge({**CROSS, "strict_target": True})
     with pytest.raises(AccelError, match=r"strict_target.*func.func.*dynamic shape"):
         target.compile(text, opts)
     exe = target.compile(text, {**opts, "strict_target": False})

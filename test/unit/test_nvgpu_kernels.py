@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from accel.frontend.torch_import import import_program
-from accel.options import resolve
+from accel.settings import merge as resolve
 from accel.targets import get as get_target
 from accel.targets.nvgpu import toolkit
 from accel.targets.nvgpu.compile import verify_ptx

@@ -10,6 +10,7 @@ import itertools
 from typing import Any
 
 import accel
+import accel.settings
 import numpy as np
 import pytest
 from accel.targets import get as get_target
@@ -130,7 +131,7 @@ class FakeDriver:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeDriver, Any]:
-    opts = accel.options.resolve({"target": "nvgpu", "device": "sm_90", "cache": False})
+    opts = accel.settings.merge({"target": "nvgpu", "device": "sm_90", "cache": False})
     bias = np.linspace(-1, 1, 8, dtype=np.float32)
     exe = get_target("nvgpu").compile(TEXT, opts, weights={"bias": bias})
     (step,) = exe.programs["f"].steps  # one fused kernel: exp(a + bias)

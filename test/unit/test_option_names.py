@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-from accel.options import ALIASES, OPTIONS, OptionError, canonical, resolve  # noqa: E402
+from accel.options import ALIASES, OPTIONS, OptionError, canonical  # noqa: E402
+from accel.settings import merge as resolve  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5

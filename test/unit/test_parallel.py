@@ -1,4 +1,4 @@
-"""`accel_parallel_for` (python/accel/targets/cpu/parallel.py): the fork-join runtime on its own.
+"""`accel_parallel_for` (python/accel/host/parallel.py): the fork-join runtime on its own.
 
 A body that atomically counts each index it is given and the calls made checks that every
 index of [0, n) runs exactly once, in min(threads, n) chunks, for thread counts below,
@@ -14,9 +14,9 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from accel.host import jit as cpu
+from accel.host import parallel
 from accel.llvm import engine as llvmx
-from accel.targets.cpu import jit as cpu
-from accel.targets.cpu import parallel
 from samples import matmul_source
 
 _BODY = """\

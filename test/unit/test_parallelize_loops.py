@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from accel import phases
-from accel.targets.cpu import pipelines as cpu
+from accel.host import pipelines as cpu
 from samples import wrapped  # noqa: E402
 
 PASS = "accel-parallelize-loops"
@@ -20,7 +20,7 @@ PASS = "accel-parallelize-loops"
 @pytest.fixture
 def threads() -> Iterator[Callable[[int], None]]:
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.targets.cpu import parallel
+    from accel.host import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

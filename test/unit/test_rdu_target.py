@@ -14,7 +14,8 @@ import pytest
 import torch
 from accel import targets
 from accel.diagnostics import AccelError
-from accel.options import OptionError, resolve
+from accel.options import OptionError
+from accel.settings import merge as resolve
 
 FAST = {"target": "rdu", "opt_level": 0, "cache": False}
 

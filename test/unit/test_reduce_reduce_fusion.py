@@ -202,7 +202,7 @@ def test_model_zoo_transformers(name: str) -> None:
 @pytest.fixture
 def threads():
     """Sets the JIT's thread count for a test and restores it after."""
-    from accel.targets.cpu import parallel
+    from accel.host import parallel
 
     before = parallel.num_threads()
     yield parallel.set_num_threads

@@ -1,6 +1,6 @@
 """`accel.settings.Settings`: options resolved once at each entry point, frozen, handed down.
 
-Counts calls of the options table's merge (`accel.options.resolve`) per compile through
+Counts calls of the options table's merge (`accel.settings.merge`) per compile through
 every entry point (accel.compile on each target, @accel.jit, torch.compile,
 compile_train_step, compile_mlir, accel-compile): each must be exactly 1 (before: 2 on
 cpu, 3 through torch.compile, 4 on mncore). Every compiled program is also called and
@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-import accel.options as table  # noqa: E402
+import accel.settings as settings_module  # noqa: E402
 from accel.options import OptionError  # noqa: E402
 from accel.settings import Settings, host_settings, resolve  # noqa: E402
 
@@ -27,15 +27,15 @@ RTOL, ATOL = 1e-4, 1e-5
 
 @pytest.fixture
 def resolutions(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """The options each call of `accel.options.resolve` got, in order."""
+    """The options each call of `accel.settings.merge` got, in order."""
     calls: list[dict] = []
-    real = table.resolve
+    real = settings_module.merge
 
     def counting(options, **kwargs):
         calls.append(dict(options or {}))
         return real(options, **kwargs)
 
-    monkeypatch.setattr(table, "resolve", counting)
+    monkeypatch.setattr(settings_module, "merge", counting)
     return calls
 
 

@@ -49,7 +49,7 @@ def test_repeated_layers_compile_once_and_match_eager(monkeypatch: pytest.Monkey
 
 
 def test_knob_keeps_functions_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from accel.targets.cpu.compile import split_functions
+    from accel.host.compile import split_functions
 
     monkeypatch.setenv("ACCEL_SPLIT_FUNCTIONS", "0")
     assert not split_functions({})

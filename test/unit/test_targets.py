@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import accel
+import accel.settings
 import numpy as np
 import pytest
 from accel import options, targets
@@ -35,7 +36,7 @@ def test_each_target_compiles_mlir_text(name: str) -> None:
     .mlir file goes this way)."""
     from samples import ADD
 
-    opts = options.resolve({"target": name, "cache": False})
+    opts = accel.settings.merge({"target": name, "cache": False})
     executable = targets.get(name).compile(ADD, opts)
     assert type(executable).__module__.startswith(f"accel.targets.{name}")
 
@@ -45,10 +46,10 @@ def test_cpu_presets_are_data() -> None:
     assert cpu.presets() == {"o0": {"opt_level": 0}, "o1": {"opt_level": 1},
                              "o3": {"opt_level": 3}}
     assert cpu.default_preset == "o3"
-    resolved = options.resolve({"preset": "o1"})
+    resolved = accel.settings.merge({"preset": "o1"})
     assert resolved["preset"] == "o1" and resolved["opt_level"] == 1
     # options given win over the preset's
-    assert options.resolve({"preset": "o1", "opt_level": 2})["opt_level"] == 2
+    assert accel.settings.merge({"preset": "o1", "opt_level": 2})["opt_level"] == 2
 
 
 def test_every_option_once_with_scope_and_doc() -> None:

@@ -313,7 +313,7 @@ def test_unsupported_in_place_update_is_a_clear_error() -> None:
 
 
 def test_num_threads_option_sets_the_process_thread_count() -> None:
-    from accel.targets.cpu import parallel
+    from accel.host import parallel
 
     before = parallel.num_threads()
     try:

@@ -1,4 +1,4 @@
-"""Vector math (`accel.targets.cpu.vecmath`): libm calls the vectorisers widen into libmvec calls.
+"""Vector math (`accel.host.vecmath`): libm calls the vectorisers widen into libmvec calls.
 
 The rewrite itself is checked on IR text; what LLVM makes of it on the host assembly (calls
 to `_ZGV...` symbols instead of a scalar call per element); the numerics against torch eager
@@ -13,13 +13,13 @@ import shutil
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from accel.targets.cpu import vecmath
+from accel.host import vecmath
 
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
+from accel.host.jit import host_assembly  # noqa: E402
 from accel.llvm.engine import init_native as _init_llvm  # noqa: E402
-from accel.targets.cpu.jit import host_assembly  # noqa: E402
 
 needs_libmvec = pytest.mark.skipif(not vecmath.available(), reason="no libmvec (glibc x86-64)")
 

@@ -1,6 +1,6 @@
 """What LLVM makes of accel's loops on this host: packed (SIMD) float arithmetic.
 
-Reads the host assembly of the JIT's own optimisation (`accel.targets.cpu.jit.host_assembly`):
+Reads the host assembly of the JIT's own optimisation (`accel.host.jit.host_assembly`):
 softmax and layernorm reduce and normalise with packed instructions (`...ps` on xmm/ymm/zmm
 registers), more of them with the unsafe-math pass's reassociated reductions.
 """
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import accel  # noqa: E402
-from accel.targets.cpu.jit import host_assembly  # noqa: E402
+from accel.host.jit import host_assembly  # noqa: E402
 
 PACKED = re.compile(r"\bv(?:add|sub|mul|div|max|min|fmadd\d*|fnmadd\d*)ps\s")
 

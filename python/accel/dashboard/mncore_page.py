@@ -145,7 +145,7 @@ def scheduler_comparison(folder: Folder, doc: dict[str, Any], options: dict[str,
 
 def _reschedule(folder: Folder, text: str, options: dict[str, Any], own: str
                 ) -> list[dict[str, Any]]:
-    from accel.targets.cpu.signatures import parsed
+    from accel.host.signatures import parsed
     from accel.targets.mncore import graph, layouts, schedule
     from accel.targets.mncore.compiler import _bits_of
 

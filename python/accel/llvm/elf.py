@@ -9,7 +9,7 @@ the first thing out of bounds (or of a kind the loader does not expect), so a da
 object is refused or rebuilt instead of linked.
 
 What it cannot see: damaged instructions or constants inside a well-formed section. The
-compile cache keeps a digest of each object for that (`accel.targets.cpu.jit`); an
+compile cache keeps a digest of each object for that (`accel.host.jit`); an
 artifact's object is covered by its manifest checksum and is as trusted as a shared library.
 """
 

@@ -1,8 +1,12 @@
-"""The one llvmlite layer: initialise, parse, target machines, optimise, emit.
+"""The one llvmlite layer: initialise, parse, target machines, optimise, emit, the JIT's
+symbol table and the host's facts.
 
-The CPU JIT, the CPU AOT libraries and (later) PTX all go through these functions, so
-LLVM is initialised once, IR parse errors read the same everywhere, and the optimisation
-pipeline (with its tuning) is written once.
+The host JIT (`accel.host.jit`), the CPU AOT libraries, PTX (`accel.targets.nvgpu.ptx`)
+and the compile cache's environment all go through these functions (no module outside
+`accel.llvm` imports llvmlite; tests/unit/test_layering.py checks it), so LLVM is
+initialised once, IR parse errors read the same everywhere, and the optimisation pipeline
+(with its tuning) is written once. `ModuleRef`, `TargetMachine` and `ExecutionEngine` are
+llvmlite's classes, re-exported for annotations.
 
     mod = parse(text, "translated LLVM IR")
     tm = target_machine(opt_level=3)                       # the host CPU, for the JIT
@@ -14,9 +18,14 @@ from __future__ import annotations
 
 from functools import cache
 
+import llvmlite
 import llvmlite.binding as llvm
 
 from accel.diagnostics import AccelError
+
+ModuleRef = llvm.ModuleRef
+TargetMachine = llvm.TargetMachine
+ExecutionEngine = llvm.ExecutionEngine
 
 #: Libraries whose symbols compiled code may call: libc/libm for math and memory
 #: intrinsics, libgcc_s for the compiler-rt helpers codegen emits (`__truncdfhf2`, ...).
@@ -58,9 +67,52 @@ def parse(text: str, what: str) -> llvm.ModuleRef:
     return mod
 
 
+def parse_bitcode(data: bytes, what: str) -> llvm.ModuleRef:
+    """Parse LLVM bitcode (libdevice); a rejection is an `AccelError` naming `what`."""
+    try:
+        return llvm.parse_bitcode(data)
+    except RuntimeError as err:
+        raise AccelError(f"{what} is not valid LLVM bitcode: "
+                         f"{' '.join(str(err).split())}") from None
+
+
 def host_cpu() -> tuple[str, str]:
     """(LLVM CPU name, feature string) of this machine."""
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def host_features() -> frozenset[str]:
+    """The CPU features this machine has (`avx2`, `avx512f`, `fma`, ...), without signs."""
+    return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+
+
+def llvmlite_version() -> str:
+    return llvmlite.__version__
+
+
+def add_symbol(name: str, address: int) -> None:
+    """Make `name` resolve to `address` in every JIT-linked module of this process."""
+    llvm.add_symbol(name, address)
+
+
+def address_of_symbol(name: str) -> int | None:
+    """Where `name` resolves for the JIT (a loaded library's or an added symbol), or None."""
+    return llvm.address_of_symbol(name)
+
+
+def load_library(path: str) -> None:
+    """Make a shared library's symbols visible to the JIT (raises RuntimeError if absent)."""
+    llvm.load_library_permanently(path)
+
+
+def mcjit(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> llvm.ExecutionEngine:
+    """An MCJIT engine owning `mod` and `tm` (codegen runs at `finalize_object`)."""
+    return llvm.create_mcjit_compiler(mod, tm)
+
+
+def add_object(engine: llvm.ExecutionEngine, data: bytes) -> None:
+    """Link previously emitted object code (a cache entry's, an artifact's) into `engine`."""
+    engine.add_object_file(llvm.ObjectFileRef.from_data(data))
 
 
 def target_machine(opt_level: int, *, triple: str | None = None, cpu: str | None = None,

@@ -1,7 +1,7 @@
 """Calling compiled code from Python: dtypes, memref descriptors, argument packing, ownership.
 
 Calling convention. Every public function is reached through a generated `void
-_accel_call_<n>(ptr %slots)` trampoline (see `accel.targets.cpu.jit`), which loads the arguments
+_accel_call_<n>(ptr %slots)` trampoline (see `accel.host.jit`), which loads the arguments
 from `slots` and calls MLIR's C interface `_mlir_ciface_<name>`:
 
     slot i (memref arg)   address of a ranked memref descriptor

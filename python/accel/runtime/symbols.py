@@ -8,7 +8,7 @@ exception with `take_failure`: `RuntimeAssertionError`, `DivisionByZeroError` or
 `MemoryError`.
 
 Failures on worker threads. Generated code may run on the threads of `accel_parallel_for`
-(`accel.targets.cpu.parallel`), which are not the caller's thread. Each worker stores the
+(`accel.host.parallel`), which are not the caller's thread. Each worker stores the
 address of a failure cell `{i64 kind, i64 payload}` on the caller's stack under the pthread
 key `failure_key()`; a hook called on such a thread fills the cell (first failure wins)
 instead of the thread's own record, and `accel_parallel_for` re-reports the cell's failure

@@ -71,7 +71,7 @@ class Target:
 
     def file_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """Options the target reads from a file that `options` (preset applied, then what
-        was given) names; `accel.options.resolve` applies them over the preset and under
+        was given) names; `accel.settings.merge` applies them over the preset and under
         what was given, so an explicit option always wins (mncore: option_json's args)."""
         return {}
 

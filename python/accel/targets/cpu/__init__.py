@@ -38,15 +38,15 @@ class CpuTarget(Target):
         return [*fuse, "bufferize", "llvm-dialect", "llvm-ir", "codegen"]
 
     def check(self, options: Mapping[str, Any]) -> None:
-        from accel.targets.cpu.pipelines import check
+        from accel.host.pipelines import check
 
         check(options)
 
     def compile(self, module: Any, options: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> Executable:
+        from accel.host.compile import compile_mlir
         from accel.options import INTERNAL_SETTINGS
         from accel.settings import Settings
-        from accel.targets.cpu.compile import compile_mlir
 
         if isinstance(options, Settings):  # resolved at the entry: passed on, not again
             return compile_mlir(module, options, weights=weights)
@@ -61,7 +61,7 @@ class CpuTarget(Target):
 
     def from_cache(self, key: str, options: Mapping[str, Any],
                    weights: Mapping[str, np.ndarray]) -> Executable | None:
-        from accel.targets.cpu.jit import from_cache
+        from accel.host.jit import from_cache
 
         return from_cache(key, options["opt_level"], weights)
 
@@ -88,7 +88,7 @@ class CpuTarget(Target):
     def load(self, folder: Path, manifest: Mapping[str, Any],
              weights: Mapping[str, np.ndarray]) -> Executable:
         from accel.artifact import checked_file
-        from accel.targets.cpu.jit import CompiledMLIR
+        from accel.host.jit import CompiledMLIR
         from accel.targets.cpu.saved import checked
 
         files = manifest.get("target_files")

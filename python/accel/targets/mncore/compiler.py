@@ -64,7 +64,7 @@ def _bits_of(graph: Any, float_dtype: str | None) -> dict[str, int]:
 def compile_module(text: str, opts: dict[str, Any], envs: Mapping[str, str], name: str,
                    weights: Mapping[str, np.ndarray]) -> Any:
     """Compile linalg-on-tensors `text` for MN-Core with effective options and envs."""
-    from accel.targets.cpu.signatures import parsed
+    from accel.host.signatures import parsed
     from accel.targets.mncore import (
         graph,
         layouts,
@@ -265,7 +265,7 @@ def _host_weights(weights: Mapping[str, np.ndarray], float_dtype: str | None
 def host_compile(program: str, float_dtype: str | None, weights: Mapping[str, np.ndarray], *,
                  cache: bool, filename: str) -> tuple[Any, dict[str, Any]]:
     """JIT the host program through the CPU target; (CompiledMLIR, signatures as called)."""
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     bound = _host_weights(weights, float_dtype)
     from accel.settings import host_settings

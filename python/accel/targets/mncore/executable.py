@@ -20,7 +20,7 @@ LAYERS = "layers.json"
 class MncoreExecutable:
     """A compiled MN-Core program: the host emulation plus what the compiler decided."""
 
-    host: Any  # accel.targets.cpu.jit.CompiledMLIR
+    host: Any  # accel.host.jit.CompiledMLIR
     functions: dict[str, Any]
     weights: Mapping[str, np.ndarray]
     float_dtype: str | None

@@ -1,7 +1,7 @@
 """`option_json`: MLSDK option files ({"name", "envs", "args"}) and CODEGEN_* variables.
 
 Precedence (reference section 4.2): options given directly win over the file's args (the
-target's file layer in `accel.options.resolve`: defaults < preset < file args < given); the
+target's file layer in `accel.settings.merge`: defaults < preset < file args < given); the
 file's envs apply unless the process environment already has the variable. An arg is
 `--name=value` of an mncore option or `float_dtype`; the file's own `option_json` args are
 ignored (no nesting, as MLSDK). A preset name (O0..O4, debug) or MLSDK's path of one
@@ -155,7 +155,7 @@ def read(spec: str) -> dict[str, Any]:
 
 def file_args(options: Mapping[str, Any]) -> dict[str, Any]:
     """The args of the option file `options` names (none without one): the target's file
-    layer (`Target.file_options`), which `accel.options.resolve` puts over the preset and
+    layer (`Target.file_options`), which `accel.settings.merge` puts over the preset and
     under what was given, so an option given directly always wins over the file."""
     spec = options.get("option_json")
     if not isinstance(spec, str) or not spec:
@@ -167,7 +167,7 @@ def effective(options: Mapping[str, Any]
               ) -> tuple[dict[str, Any], dict[str, str], str | None]:
     """(resolved `options`, CODEGEN_* environment, the option file's name): the file's envs,
     then the process environment over them (the file's args are already in `options`,
-    applied by `accel.options.resolve` through `file_args`)."""
+    applied by `accel.settings.merge` through `file_args`)."""
     envs: dict[str, str] = {}
     name = None
     spec = options.get("option_json")

@@ -100,7 +100,7 @@ class NvgpuTarget(Target):
         try:
             sigs = {s["name"]: signature_from_json(s) for s in manifest["signatures"]}
             if HOST_MODULE in files:
-                from accel.targets.cpu.compile import compile_mlir
+                from accel.host.compile import compile_mlir
 
                 text = checked_file(folder, HOST_MODULE, files).decode()
                 from accel.settings import host_settings

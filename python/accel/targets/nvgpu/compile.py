@@ -21,14 +21,14 @@ import numpy as np
 
 from accel import phases
 from accel.diagnostics import AccelError, from_mlir_error
+from accel.host import signatures as abi
+from accel.host.pipelines import pipeline_text
 from accel.ir import (
     MLIRError,
     Module,
     Operation,
     llvm,
 )
-from accel.targets.cpu import signatures as abi
-from accel.targets.cpu.pipelines import pipeline_text
 from accel.targets.nvgpu import pipelines, toolkit
 from accel.targets.nvgpu.executable import GpuExecutable, Kernel
 from accel.targets.nvgpu.program import HostOnly, Program, read_program
@@ -92,8 +92,7 @@ def _store(key: str, exe: GpuExecutable, weight_specs: Mapping[str, int]) -> Non
     from accel import cache
     from accel.runtime.signature import signature_to_json
 
-    cache.store(key, {
-        "llvm_ir": "",  # the entry format's required fields; nvgpu keeps PTX instead
+    cache.store(key, b"", {  # no host object: the PTX is text, in the metadata
         "signatures": [signature_to_json(s) for s in exe.functions.values()],
         "nvgpu": {"arch": exe.arch, "weights": dict(weight_specs),
                   "programs": [p.to_json() for p in exe.programs.values()],
@@ -109,9 +108,10 @@ def from_cache(key: str, opts: Mapping[str, Any],
     from accel import cache
     from accel.runtime.signature import signature_from_json
 
-    hit = cache.lookup(key)
-    if hit is None or not isinstance(hit.get("nvgpu"), dict):
+    entry = cache.lookup(key, {"nvgpu": dict, "signatures": list})
+    if entry is None:
         return None
+    hit = entry.metadata
     try:
         data = hit["nvgpu"]
         if set(data["weights"]) - set(weights):
@@ -134,8 +134,8 @@ def emulate_on_host(text: str, opts: Mapping[str, Any], *,
     copies as loops), then compiled by the cpu target, whose `scf.parallel` lowering runs
     blocks and threads as loops. Checks everything accel does to the loops against eager
     without a GPU (the NVVM lowering and PTX after it are upstream's and ptxas')."""
+    from accel.host.compile import compile_mlir
     from accel.pipeline import run_pipeline
-    from accel.targets.cpu.compile import compile_mlir
 
     filename = opts.get("filename", "<input>")
     with abi.parsed(text, filename, None) as (module, _):
@@ -218,7 +218,7 @@ def _entries(gpu_module: Operation) -> list[str]:
 def _host_fallback(text: str, opts: Mapping[str, Any], weights: Mapping[str, np.ndarray],
                    err: Exception) -> GpuExecutable:
     """The whole module on the host CPU (strict_target: an error naming the op)."""
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
 
     reason = str(err)
     if opts.get("strict_target"):

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from accel.diagnostics import AccelError
+from accel.host import signatures as abi
+from accel.host.pipelines import pipeline_text
 from accel.ir import Operation, enable_torch_mlir_extensions, ir, load_torch_dialects
 from accel.runtime.dtypes import DTYPES
 from accel.safe_parse import parse_module
-from accel.targets.cpu import signatures as abi
-from accel.targets.cpu.pipelines import pipeline_text
 from accel.targets.nvgpu import emulate_wmma, pipelines
 from accel.targets.nvgpu.program import Program
 
@@ -185,7 +185,7 @@ def emulate_outlined(module: Any, weights: Mapping[str, np.ndarray] | None = Non
                      ) -> dict[str, Callable[..., Any]]:
     """`emulate_kernels` from a module of outlined kernels (`gpu.module`s) and host
     functions of allocations, views and `gpu.launch_func`s."""
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
     from accel.targets.nvgpu.compile import _programs
 
     programs = _programs(module)
@@ -278,9 +278,9 @@ def _BARRIER() -> None:  # noqa: N802 - a C symbol's stand-in
 
 
 def _bind_barrier() -> None:
-    from llvmlite import binding as llvm
+    from accel.llvm import engine
 
-    llvm.add_symbol(BARRIER_SYMBOL, ctypes.cast(_BARRIER, ctypes.c_void_p).value)
+    engine.add_symbol(BARRIER_SYMBOL, ctypes.cast(_BARRIER, ctypes.c_void_p).value)
 
 
 def _run_blocks(thread_fn: Callable[..., Any], kernel: HostKernel, args: list[Any],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from accel.targets.cpu.pipelines import ONE_SHOT, precision_passes
+from accel.host.pipelines import ONE_SHOT, precision_passes
 
 #: Tensor-level fusion at opt_level >= 1, as (the option that switches it off, pass).
 FUSE: list[tuple[str | None, str]] = [

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from functools import cache
 
-import llvmlite.binding as llvm
-
 from accel.diagnostics import AccelError
 from accel.llvm import engine as llvmx
 from accel.llvm.normalize import normalize_llvm_ir
@@ -59,13 +57,13 @@ def _libdevice_bitcode() -> bytes:
         return f.read()
 
 
-def _link_libdevice(mod: llvm.ModuleRef, kernels: set[str], tm: llvm.TargetMachine) -> None:
+def _link_libdevice(mod: llvmx.ModuleRef, kernels: set[str], tm: llvmx.TargetMachine) -> None:
     """Link libdevice when a kernel calls `__nv_*` math, then make every non-kernel function
     internal so O3 inlines what is used and drops the rest (~350 functions); without it llc
     fails with "no libcall available" or leaves unresolved externs the driver rejects."""
     if not any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
         return
-    lib = llvm.parse_bitcode(_libdevice_bitcode())
+    lib = llvmx.parse_bitcode(_libdevice_bitcode(), "libdevice.10.bc")
     lib.triple, lib.data_layout = TRIPLE, str(tm.target_data)
     mod.link_in(lib)
     for fn in mod.functions:

@@ -71,7 +71,7 @@ def effective(options: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(options, Settings):  # it knows what was given: no baseline to compare
         return options.replace(**{k: v for k, v in read_configs(path).items()
                                   if k not in options.given})
-    from accel.options import resolve
+    from accel.settings import merge as resolve
 
     baseline = resolve({"target": "rdu", "preset": options.get("preset")})
     result = dict(options)

@@ -83,7 +83,7 @@ def _malformed(folder: Path, what: str) -> AccelError:
 def load(folder: Path, manifest: Mapping[str, Any], weights: Mapping[str, np.ndarray]) -> Any:
     from accel.artifact import checked_file
     from accel.dialects.rdu_arch import lookup_arch
-    from accel.targets.cpu.compile import compile_mlir
+    from accel.host.compile import compile_mlir
     from accel.targets.rdu.program import RduProgram
     from accel.targets.rdu.schedule import Section
 

@@ -114,11 +114,11 @@ def compile_program(module_text: str, options: Mapping[str, Any],
                     weights: Mapping[str, np.ndarray] | None) -> RduProgram:
     from accel import phases
     from accel.context import make_context
+    from accel.host.compile import compile_mlir
     from accel.ir import enable_torch_mlir_extensions, load_torch_dialects
     from accel.passes.rdu import sections as sec
     from accel.passes.rdu.sectioning import Hypersections, Sectioning
     from accel.pipeline import RunConfig, run_passes
-    from accel.targets.cpu.compile import compile_mlir
     from accel.targets.rdu.schedule import read_schedule
 
     arch = lookup_arch(options["arch"])

@@ -44,12 +44,13 @@ import numpy as np
 
 from accel import interrupts
 from accel.diagnostics import AccelError
+from accel.host import vecmath
+from accel.host.abi import soft_float_helpers_ir
+from accel.host.parallel import FAILURE_KEY, PARALLEL_FOR, parallel_runtime_ir
 from accel.llvm import engine
 from accel.options import c_identifier_problem
 from accel.runtime.signature import Signature
 from accel.runtime.symbols import ALLOC_FAIL_SYMBOL, ASSERT_FAIL_SYMBOL
-from accel.targets.cpu import vecmath
-from accel.targets.cpu.abi import soft_float_helpers_ir
 from accel.targets.cpu.aot.csource import (
     _C_SCALARS,
     _C_TYPES,
@@ -58,7 +59,6 @@ from accel.targets.cpu.aot.csource import (
     runtime_source,
 )
 from accel.targets.cpu.aot.memory import ALIGN, MemoryPlan, plan_memory
-from accel.targets.cpu.parallel import FAILURE_KEY, PARALLEL_FOR, parallel_runtime_ir
 
 #: `target_cpu` values: the LLVM CPU name and gcc `-march` for each (host: this machine's).
 TARGET_CPUS: dict[str, tuple[str, str]] = {
@@ -235,7 +235,7 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
 def _resolve_compiled(compiled: Any, entry: str | None, opt_level: int) -> tuple[Any, str]:
     """(CompiledMLIR, entry function name) from whatever the caller has."""
     if isinstance(compiled, str):
-        from accel.targets.cpu.compile import compile_mlir
+        from accel.host.compile import compile_mlir
 
         compiled = compile_mlir(compiled, {"opt_level": opt_level})
     if hasattr(compiled, "compiled") and hasattr(compiled, "func_name"):  # CompiledModule

@@ -26,7 +26,6 @@ caller cannot know), so every memref result comes back as a descriptor the calle
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +34,9 @@ import numpy as np
 
 from accel import interrupts, phases
 from accel.diagnostics import AccelError, from_mlir_error, out_of_memory, too_deep
+from accel.host import signatures as abi
+from accel.host.jit import CompiledMLIR, from_cache, object_digest
+from accel.host.pipelines import check, pipeline_text, pipelines
 from accel.ir import (
     MLIRError,
     Module,
@@ -43,9 +45,6 @@ from accel.ir import (
 from accel.llvm.normalize import normalize_llvm_ir
 from accel.options import code_options
 from accel.runtime.signature import signature_to_json
-from accel.targets.cpu import signatures as abi
-from accel.targets.cpu.jit import CompiledMLIR, from_cache, object_digest
-from accel.targets.cpu.pipelines import check, pipeline_text, pipelines
 
 
 # -- options --------------------------------------------------------------------------------
@@ -53,6 +52,7 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """`compile_mlir`'s options: the options table's (accel.options) plus `filename`, the
     file name its diagnostics show (default "<input>")."""
     from accel import options as table
+    from accel import settings
     from accel.settings import Settings
 
     if isinstance(options, Settings) and options.target == "cpu":
@@ -66,7 +66,7 @@ def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
         raise table.OptionTypeError(f"option 'filename' must be a str, got "
                                     f"{type(filename).__name__}")
     given.setdefault("target", "cpu")
-    resolved = table.resolve(given, extra={"filename": filename})
+    resolved = settings.merge(given, extra={"filename": filename})
     if resolved["target"] != "cpu":  # the other targets compile through accel.compile
         raise table.OptionError(f"compile_mlir compiles for the host CPU (target 'cpu'), "
                                 f"got target {resolved['target']!r}: use accel-compile "
@@ -155,10 +155,10 @@ def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.n
     compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
                                          weights=weights, weight_specs=weight_specs)
     if key is not None:
-        cache.store(key, {"llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
-                          "object": base64.b64encode(compiled.object_code).decode(),
-                          "object_sha256": object_digest(compiled.object_code),
-                          "signatures": [signature_to_json(s) for s in signatures.values()]})
+        cache.store(key, compiled.object_code, {
+            "llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,
+            "object_sha256": object_digest(compiled.object_code),
+            "signatures": [signature_to_json(s) for s in signatures.values()]})
     return compiled
 
 

@@ -13,8 +13,8 @@ so it cannot oversubscribe the cores PyTorch's (or OpenBLAS') pools use while it
 and during a call it uses at most `accel_num_threads` cores, the calling one included.
 The thread count is the global `i32 accel_num_threads`:
 
-* JIT: one process-wide `ctypes.c_int32` bound to the symbol (`llvm.add_symbol`), so every
-  compiled module reads the same value; `set_num_threads` changes it for later calls.
+* JIT: one process-wide `ctypes.c_int32` bound to the symbol (`accel.llvm.engine.add_symbol`),
+  so every compiled module reads the same value; `set_num_threads` changes it for later calls.
   The default is the `ACCEL_NUM_THREADS` environment variable, else the cores this process
   may run on (`os.sched_getaffinity`).
 * AOT libraries: a hidden global in the library, 0 until the first call, which then reads
@@ -106,13 +106,13 @@ def num_threads_address() -> int:
 def _bind_jit_symbols() -> None:
     """Bind `accel_num_threads` for MCJIT (once; the value is set from the environment)."""
     global _bound
-    import llvmlite.binding as llvm
+    from accel.llvm import engine
 
     num_threads()
     with _lock:
         if not _bound:
-            llvm.add_symbol(NUM_THREADS, num_threads_address())
-            llvm.add_symbol(FAILURE_KEY + "_value", failure_key_address())
+            engine.add_symbol(NUM_THREADS, num_threads_address())
+            engine.add_symbol(FAILURE_KEY + "_value", failure_key_address())
             _bound = True
 
 

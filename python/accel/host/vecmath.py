@@ -87,9 +87,9 @@ def host_isa() -> str | None:
     """The ISA letter for this machine, or None when the JIT cannot call libmvec."""
     if not load_for_jit():
         return None
-    import llvmlite.binding as llvm
+    from accel.llvm import engine
 
-    return isa_for_features(llvm.get_host_cpu_features().flatten().split(","))
+    return isa_for_features(engine.host_cpu()[1].split(","))
 
 
 @lru_cache(maxsize=1)
@@ -98,9 +98,9 @@ def load_for_jit() -> bool:
     lib = _library()
     if lib is None:
         return False
-    import llvmlite.binding as llvm
+    from accel.llvm import engine
 
-    llvm.load_library_permanently(lib._name)
+    engine.load_library(lib._name)
     return True
 
 

@@ -2,12 +2,11 @@
 itself (llvmlite MCJIT, with the trampolines, soft-float helpers and parallel runtime linked
 in), and reuse of compile-cache entries (`from_cache`). No MLIR bindings are imported here,
 so a cache hit in a new process links code without loading torch-mlir;
-`accel.targets.cpu.compile` runs the MLIR pipelines.
+`accel.host.compile` runs the MLIR pipelines.
 """
 
 from __future__ import annotations
 
-import base64
 import ctypes
 import hashlib
 import threading
@@ -15,19 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import llvmlite.binding as llvm
 import numpy as np
 
 from accel import phases
 from accel.diagnostics import AccelError
+from accel.host import vecmath
+from accel.host.abi import soft_float_helpers_ir, trampoline_ir
+from accel.host.parallel import PARALLEL_FOR, parallel_runtime_ir
 from accel.llvm import engine as llvmx
 from accel.llvm.elf import object_problem
 from accel.runtime.call import CompiledFunction
 from accel.runtime.signature import Signature, signature_from_json
 from accel.runtime.weights import check_bindings
-from accel.targets.cpu import vecmath
-from accel.targets.cpu.abi import soft_float_helpers_ir, trampoline_ir
-from accel.targets.cpu.parallel import PARALLEL_FOR, parallel_runtime_ir
 
 
 # -- result ---------------------------------------------------------------------------------
@@ -108,9 +106,10 @@ def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
     """
     from accel import cache
 
-    hit = cache.lookup(key)
-    if hit is None:
+    entry = cache.lookup(key, {"llvm_ir": str, "signatures": list})
+    if entry is None:
         return None
+    hit = entry.metadata
     try:
         sigs = {s["name"]: signature_from_json(s) for s in hit["signatures"]}
     except (KeyError, TypeError, ValueError):
@@ -118,9 +117,7 @@ def from_cache(key: str, opt_level: int, weights: Mapping[str, np.ndarray], *,
     specs = hit.get("weights", {})
     if not isinstance(specs, dict) or (exact and set(specs) != set(weights)):
         return None
-    if "object" in hit and "object_sha256" not in hit:
-        return None  # written before entries had digests: rebuilt and overwritten
-    object_code = _cached_object(hit)
+    object_code = _cached_object(entry.data, hit)
     if isinstance(object_code, str):
         cache.drop(key, object_code)
         return None
@@ -144,18 +141,11 @@ def object_digest(object_code: bytes) -> str:
     return hashlib.sha256(object_code).hexdigest()
 
 
-def _cached_object(hit: Mapping[str, Any]) -> bytes | None | str:
-    """The entry's checked object code, None when it has none (the IR is compiled), or a
-    str saying why the entry is damaged."""
-    obj = hit.get("object")
-    if obj is None:
+def _cached_object(data: bytes, hit: Mapping[str, Any]) -> bytes | None | str:
+    """The entry's checked object code (its bytes), None when it has none (the IR is
+    compiled), or a str saying why the entry is damaged."""
+    if not data:
         return None
-    if not isinstance(obj, str):
-        return "object is not base64 text"
-    try:
-        data = base64.b64decode(obj, validate=True)
-    except ValueError:
-        return "object is not base64 text"
     if hit.get("object_sha256") != object_digest(data):
         return "object code does not match its digest"
     problem = object_problem(data)
@@ -164,7 +154,7 @@ def _cached_object(hit: Mapping[str, Any]) -> bytes | None | str:
 
 # -- JIT ------------------------------------------------------------------------------------
 
-def _callee_types(mod: llvm.ModuleRef, symbol: str) -> tuple[str, list[str]] | None:
+def _callee_types(mod: llvmx.ModuleRef, symbol: str) -> tuple[str, list[str]] | None:
     try:
         fn = mod.get_function(symbol)
     except NameError:
@@ -173,7 +163,7 @@ def _callee_types(mod: llvm.ModuleRef, symbol: str) -> tuple[str, list[str]] | N
     return str(ftype.get_function_return()), [str(t) for t in ftype.get_function_parameters()]
 
 
-def _resolve_externals(mod: llvm.ModuleRef) -> None:
+def _resolve_externals(mod: llvmx.ModuleRef) -> None:
     """Bind every declared function to its address in this process (libc, libm, ...).
 
     Explicit binding makes `malloc`/`free` in compiled code the very functions the runtime's
@@ -184,14 +174,14 @@ def _resolve_externals(mod: llvm.ModuleRef) -> None:
     for fn in mod.functions:
         if not fn.is_declaration or fn.name.startswith("llvm."):
             continue
-        if llvm.address_of_symbol(fn.name) is not None:
+        if llvmx.address_of_symbol(fn.name) is not None:
             continue
         address = process_symbol(fn.name) or fallback_symbol(fn.name)
         if not address:
             raise AccelError(f"function '{fn.name}' is declared but defined nowhere (not in the "
                              "module, not in the process): load its library with "
                              "llvmlite.binding.load_library_permanently first")
-        llvm.add_symbol(fn.name, address)
+        llvmx.add_symbol(fn.name, address)
 
 
 def _with_vector_math(llvm_ir: str, opt_level: int) -> str:
@@ -286,7 +276,7 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     _resolve_externals(mod)
     for gv in mod.global_variables:
         if gv.is_declaration and gv.name not in weights and \
-                llvm.address_of_symbol(gv.name) is None:
+                llvmx.address_of_symbol(gv.name) is None:
             # MCJIT would abort the process on an unresolved symbol.
             raise AccelError(f"global '{gv.name}' is declared but has no definition and no "
                              "weight bound to it (pass it in `weights`)")
@@ -296,19 +286,19 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     emitted = sink.objects
     if object_code is None:
         llvmx.optimize(mod, tm, opt_level)
-        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine = llvmx.mcjit(mod, tm)
         # MCJIT hands each object it compiles to the cache hook: keep it for the next time.
         engine.set_object_cache(notify_func=sink.notify)
     else:
         # `mod` only served to resolve externals; the code is the cached object's.
         empty = llvmx.parse("", "empty module")
         empty.triple, empty.data_layout = mod.triple, mod.data_layout
-        engine = llvm.create_mcjit_compiler(empty, tm)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        engine = llvmx.mcjit(empty, tm)
+        llvmx.add_object(engine, object_code)
         emitted.append(object_code)
     with _BIND_LOCK:
         for name, array in weights.items():
-            llvm.add_symbol(name, array.ctypes.data)
+            llvmx.add_symbol(name, array.ctypes.data)
         engine.finalize_object()
     sink.raise_error()
     if not emitted:  # never store or save code without its object
@@ -332,7 +322,7 @@ def host_free_address_in_jit() -> int:
                       "  ret ptr @free\n}\n", "free probe")
     tm = llvmx.target_machine(0)
     llvmx.prepare(mod, tm)
-    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine = llvmx.mcjit(mod, tm)
     engine.finalize_object()
     probe = ctypes.CFUNCTYPE(ctypes.c_void_p)(engine.get_function_address("__accel_free_addr"))
     return probe() or 0

@@ -1,7 +1,7 @@
 """The CPU target's MLIR pipelines, as data: each entry says why it is there.
 
 `pipelines(options)` assembles, for resolved options, (tensor-level fusion, BUFFERIZE,
-lowering to LLVM); `accel.targets.cpu.compile.compile_mlir` runs them in that order.
+lowering to LLVM); `accel.host.compile.compile_mlir` runs them in that order.
 """
 
 from __future__ import annotations

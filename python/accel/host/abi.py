@@ -5,8 +5,6 @@ narrowing helpers compiled code may need. No MLIR bindings: a cache hit links wi
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-
 from accel.llvm import engine
 from accel.runtime.signature import Signature
 
@@ -74,7 +72,7 @@ def soft_float_helpers_ir(names: list[str] | None = None) -> str:
     """LLVM IR defining the narrowing helpers in `names` (default: those the process lacks)."""
     if names is None:
         engine.init_native()
-        names = [n for n in _SOFT_FLOAT_HELPERS if llvm.address_of_symbol(n) is None]
+        names = [n for n in _SOFT_FLOAT_HELPERS if engine.address_of_symbol(n) is None]
     if not names:
         return ""
     text = "declare double @llvm.fabs.f64(double)\n"
