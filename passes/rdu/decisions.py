@@ -28,12 +28,11 @@ Every problem is one `AccelError` naming the file and the entry.
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from accel.diagnostics import AccelError
+from accel.user_files import read_json
 
 KEYS = ("sections", "placement", "model_parallel", "comment")
 
@@ -68,13 +67,7 @@ def _fail(path: str, where: str, message: str) -> AccelError:
 
 def load(path: str) -> Decisions:
     """The decisions in `path`, schema-checked (names are checked when they are applied)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise AccelError(f"option 'mac_human_decision': cannot read '{path}' "
-                         f"({err.strerror})") from None
-    except ValueError as err:
-        raise AccelError(f"{path}: not valid JSON: {err}") from None
+    data = read_json(path, "mac_human_decision")
     if not isinstance(data, dict):
         raise _fail(path, "top level", "must be a JSON object with keys "
                     + ", ".join(KEYS))

@@ -38,17 +38,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from accel.diagnostics import AccelError
 from accel.dialects.mncore_layout import HIERARCHY, Layout, LayoutSyntaxError
 from accel.targets.mncore.graph import ELEMENTWISE, Graph, Layer
 from accel.targets.mncore.option_json import int_env
+from accel.user_files import read_json
 
 PLANNERS = ("lpz", "bidi", "legacy")
 ROW, COL = "row", "col"
@@ -145,15 +144,6 @@ class SpecEntry:
     where: str  # "file[index]" for errors
 
 
-def _read_json(path: str, option: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise AccelError(f"option '{option}': cannot read {path}: {err.strerror}") from None
-    except ValueError as err:
-        raise AccelError(f"option '{option}': {path} is not valid JSON: {err}") from None
-
-
 def _checked_layout(text: Any, shape: tuple[int, ...] | None, where: str,
                     envs: Mapping[str, str]) -> str:
     if not isinstance(text, str):
@@ -174,7 +164,7 @@ def _spec_items(path: str, what: str, keys: tuple[str, ...]
                 ) -> list[tuple[str, dict[str, Any]]]:
     """(location, entry) of each entry of a spec file: a JSON list of objects with exactly
     `keys`; anything else is an error naming the entry."""
-    data = _read_json(path, what)
+    data = read_json(path, what)
     if not isinstance(data, list):
         raise AccelError(f"{what} {path}: expected a JSON list of entries")
     found = []

@@ -19,6 +19,7 @@ import numpy as np
 from accel.diagnostics import AccelError
 from accel.targets.nvgpu.executable import GpuExecutable
 from accel.targets.nvgpu.program import Buffer, Program
+from accel.user_files import make_folder
 
 #: Device buffers are 256-byte aligned, as cuMemAlloc's (full cache lines, vector loads).
 ALIGN = 256
@@ -289,12 +290,7 @@ def build_library(exe: GpuExecutable, entry: str, name: str, out_dir: str | Path
     program = exe.programs.get(entry)
     if program is None:
         raise AccelError(f"aot: no function @{entry}")
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AccelError(f"cannot create the AOT output folder '{out}': "
-                         f"{err.strerror or err}") from None
+    out = make_folder(out_dir, "the AOT output folder")
     _, device_bytes = _layout(program, on_gpu_tensors)
     header = out / f"{name}.h"
     source = out / f"{name}.c"

@@ -14,13 +14,12 @@ mncore's option_json).
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from accel.diagnostics import AccelError
+from accel.user_files import read_json
 
 #: Options the configs file may not set (itself: no nesting).
 _NOT_IN_FILE = ("compiler_configs_file",)
@@ -36,13 +35,7 @@ def read_configs(path: str) -> dict[str, Any]:
     """The settings in a compiler-configs file, each validated by the options table."""
     from accel.options import OPTIONS, check_value
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise AccelError(f"option 'compiler_configs_file': cannot read '{path}' "
-                         f"({err.strerror})") from None
-    except ValueError as err:
-        raise AccelError(f"{path}: not valid JSON: {err}") from None
+    data = read_json(path, "compiler_configs_file")
     if not isinstance(data, dict):
         raise AccelError(f"{path}: a compiler-configs file is a JSON object of settings, "
                          f"got {type(data).__name__}")

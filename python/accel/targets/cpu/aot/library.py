@@ -59,6 +59,7 @@ from accel.targets.cpu.aot.csource import (
     runtime_source,
 )
 from accel.targets.cpu.aot.memory import ALIGN, MemoryPlan, plan_memory
+from accel.user_files import make_folder
 
 #: `target_cpu` values: the LLVM CPU name and gcc `-march` for each (host: this machine's).
 TARGET_CPUS: dict[str, tuple[str, str]] = {
@@ -195,12 +196,7 @@ def build_library(compiled: Any, name: str = DEFAULT_NAME, out_dir: str | os.Pat
         raise AccelError("user_memory needs static shapes (every temporary is planned into "
                          "the pool when the library is built)")
     bound = dict(cm.weights if weights is None else weights)
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AccelError(f"cannot create the AOT output folder '{out}': "
-                         f"{err.strerror or err}") from None
+    out = make_folder(out_dir, "the AOT output folder")
     lib = AotLibrary(name, out, sig, static, user_memory, target_cpu)
     with tempfile.TemporaryDirectory(prefix="accel-aot-") as tmp_name:
         tmp = Path(tmp_name)
