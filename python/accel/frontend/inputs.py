@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accel.diagnostics import AccelError
-from accel.frontend.outputs import _SCALARS
+from accel.frontend.outputs import _SCALARS, user_leaves
 
 
 @dataclass(frozen=True)
@@ -121,11 +121,8 @@ def describe(exported: Any) -> InputStructure | None:
     from torch.utils._pytree import keystr, tree_flatten_with_path, tree_unflatten
 
     spec = exported.call_spec.in_spec
-    if spec is None:
-        return None
-    user = [s for s in exported.graph_signature.input_specs
-            if s.kind == InputKind.USER_INPUT]
-    if spec.num_leaves != len(user):
+    user = user_leaves(spec, exported.graph_signature.input_specs, InputKind.USER_INPUT)
+    if user is None:
         return None
     tensors, constants = [], {}
     for i, s in enumerate(user):

@@ -92,11 +92,8 @@ def describe(exported: Any) -> OutputStructure | None:
     )
 
     spec = exported.call_spec.out_spec
-    if spec is None:
-        return None
-    user = [s for s in exported.graph_signature.output_specs
-            if s.kind == OutputKind.USER_OUTPUT]
-    if spec.num_leaves != len(user):
+    user = user_leaves(spec, exported.graph_signature.output_specs, OutputKind.USER_OUTPUT)
+    if user is None:
         return None
     constants: dict[int, Any] = {}
     numbers: dict[int, str] = {}
@@ -116,6 +113,15 @@ def describe(exported: Any) -> OutputStructure | None:
             and all(c.is_leaf() for c in spec.children()))):
         return None
     return OutputStructure(spec, constants, aliases, numbers)
+
+
+def user_leaves(spec: Any, specs: list[Any], kind: Any) -> list[Any] | None:
+    """The signature's `specs` of `kind` (the user's inputs or outputs), one per leaf of
+    the pytree `spec`; None when there is no spec or its leaves are not those specs."""
+    if spec is None:
+        return None
+    user = [s for s in specs if s.kind == kind]
+    return user if spec.num_leaves == len(user) else None
 
 
 def _aliases(exported: Any, user: list[Any], input_kind: Any, output_kind: Any
