@@ -114,6 +114,14 @@ class _Emitter:
         self.indent -= 1
         self.emit("}" + suffix)
 
+    def add_into(self, dest: str, part: str) -> None:
+        """`dest += part` for two f32 memref elements, each "%M[indices] : memref type"
+        (a partial tile added into the output)."""
+        old = self.op(f"memref.load {dest}")
+        add = self.op(f"memref.load {part}")
+        new = self.op(f"arith.addf {old}, {add} : f32")
+        self.emit(f"memref.store {new}, {dest}")
+
 
 @dataclass(frozen=True)
 class Split:
@@ -471,10 +479,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.open_for("%j", c0, nv, c1)
     m = e.add(m0, "%i")
     n = e.add(n0, "%j")
-    old = e.op(f"memref.load {c_at(m, n)}")
-    part = e.op(f"memref.load %Ct[%i, %j] : {ct_t}")
-    new = e.op(f"arith.addf {old}, {part} : f32")
-    e.emit(f"memref.store {new}, {c_at(m, n)}")
+    e.add_into(c_at(m, n), f"%Ct[%i, %j] : {ct_t}")
     e.close()
     e.close()
     e.close()
