@@ -80,34 +80,30 @@ def _count(spec: ValueSpec) -> int:
     return n
 
 
+def _param(name: str, spec: ValueSpec, i: int, output: bool, static: bool
+           ) -> tuple[str, str]:
+    """Input or output `i` as a C parameter, and its comment."""
+    role, const = ("out", "") if output else ("in", "const ")
+    head = f"{'output' if output else 'input'} {i}: {spec.type_str}"
+    if spec.kind == "scalar":
+        ct = _ctype(spec.dtype)
+        return ((f"{ct} *out{i}", f"{head}, written through the pointer") if output
+                else (f"{ct} in{i}", f"{head} scalar"))
+    if static:
+        written = ", written by the call" if output else ""
+        return (f"{const}{_ctype(spec.dtype)} *{role}{i}",
+                f"{head}, {_count(spec)} elements, row-major {_shape_text(spec)}{written}"
+                f"{_C_NOTE.get(spec.dtype.mlir, '')}")  # type: ignore[union-attr]
+    filled = ("filled by the call; the caller owns out->allocated (free() it)" if output
+              else f"sizes {_shape_text(spec)} ('?': any), filled by the caller")
+    return f"{const}{_desc_type(name, spec)} *{role}{i}", f"{head} descriptor, {filled}"
+
+
 def c_prototype(name: str, sig: Signature, static: bool, user_memory: bool,
                 comments: bool = False) -> str:
     """`int NAME(const float *in0, ..., float *out0, ...)`, optionally one comment per arg."""
-    params: list[tuple[str, str]] = []
-    for i, spec in enumerate(sig.args):
-        if spec.kind == "scalar":
-            params.append((f"{_ctype(spec.dtype)} in{i}", f"input {i}: {spec.type_str} scalar"))
-        elif static:
-            params.append((f"const {_ctype(spec.dtype)} *in{i}",
-                           f"input {i}: {spec.type_str}, {_count(spec)} elements, row-major "
-                           f"{_shape_text(spec)}{_C_NOTE.get(spec.dtype.mlir, '')}"))  # type: ignore[union-attr]
-        else:
-            params.append((f"const {_desc_type(name, spec)} *in{i}",
-                           f"input {i}: {spec.type_str} descriptor, sizes {_shape_text(spec)}"
-                           " ('?': any), filled by the caller"))
-    for i, spec in enumerate(sig.results):
-        if spec.kind == "scalar":
-            params.append((f"{_ctype(spec.dtype)} *out{i}", f"output {i}: {spec.type_str}, "
-                           "written through the pointer"))
-        elif static:
-            params.append((f"{_ctype(spec.dtype)} *out{i}",
-                           f"output {i}: {spec.type_str}, {_count(spec)} elements, row-major "
-                           f"{_shape_text(spec)}, written by the call"
-                           f"{_C_NOTE.get(spec.dtype.mlir, '')}"))  # type: ignore[union-attr]
-        else:
-            params.append((f"{_desc_type(name, spec)} *out{i}",
-                           f"output {i}: {spec.type_str} descriptor, filled by the call; the "
-                           "caller owns out->allocated (free() it)"))
+    params = [_param(name, spec, i, False, static) for i, spec in enumerate(sig.args)]
+    params += [_param(name, spec, i, True, static) for i, spec in enumerate(sig.results)]
     if user_memory:
         params.append(("void *scratch", f"scratch pool, at least {name}_scratch_bytes() "
                        "bytes; any alignment; not used after the call returns"))
