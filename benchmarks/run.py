@@ -688,6 +688,15 @@ def table(results: dict[tuple[str, int], dict[str, Any]], frameworks: list[str],
     return "\n".join(lines)
 
 
+def write_json(path: str, doc: dict[str, Any]) -> None:
+    """Write a benchmark's JSON record (non-JSON values: a NaN as null, others as text)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=lambda o: None if isinstance(o, float)
+                  and math.isnan(o) else str(o))
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -760,11 +769,7 @@ def main() -> None:
            "workers": workers, "ratios": ratio, "ratio_definition":
            "accel speed / peer speed (GFLOP/s ratio, or peer time / accel time); > 1: accel "
            "faster", "max_abs_err_vs_torch": errs, "criteria": crit}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(doc, f, indent=1, default=lambda o: None if isinstance(o, float)
-                  and math.isnan(o) else str(o))
-    print(f"wrote {args.json}")
+    write_json(args.json, doc)
 
 
 if __name__ == "__main__":

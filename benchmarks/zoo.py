@@ -40,7 +40,13 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from benchmarks.run import THREAD_ENV, all_threads, host_info, measure  # noqa: E402
+from benchmarks.run import (  # noqa: E402
+    THREAD_ENV,
+    all_threads,
+    host_info,
+    measure,
+    write_json,
+)
 
 RESULTS = os.path.join(HERE, "results", "zoo.json")
 FRAMEWORKS = ["torch", "inductor", "onnxruntime", "accel"]
@@ -376,11 +382,7 @@ def main() -> None:
            "results": {f"{fw}@{t}": rows for (fw, t), rows in results.items()},
            "ratios": ratio, "ratio_definition": "accel speed / peer speed (peer time / accel "
            "time); > 1: accel faster; compile_vs_inductor: inductor compile s / accel compile s"}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(doc, f, indent=1, default=lambda o: None if isinstance(o, float)
-                  and math.isnan(o) else str(o))
-    print(f"wrote {args.json}")
+    write_json(args.json, doc)
 
 
 if __name__ == "__main__":

@@ -464,20 +464,20 @@ def _cnn(model: nn.Module, size: Size, label: str) -> Built:
                  lambda m, x: _xent(m(x), classes), label=label)
 
 
-def resnet18(size: Size, dropout: bool = True) -> Built:
+def _resnet(size: Size, block: type[BasicBlock | Bottleneck], layers: list[int], seed: int,
+            depth: int) -> Built:
     width = 8 if size == "tiny" else 64
-    torch.manual_seed(20)
-    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10 if size == "tiny" else 1000,
-                   width=width)
-    return _cnn(model, size, f"ResNet-18 width {width}")
+    torch.manual_seed(seed)
+    model = ResNet(block, layers, num_classes=10 if size == "tiny" else 1000, width=width)
+    return _cnn(model, size, f"ResNet-{depth} width {width}")
+
+
+def resnet18(size: Size, dropout: bool = True) -> Built:
+    return _resnet(size, BasicBlock, [2, 2, 2, 2], seed=20, depth=18)
 
 
 def resnet50(size: Size, dropout: bool = True) -> Built:
-    width = 8 if size == "tiny" else 64
-    torch.manual_seed(21)
-    model = ResNet(Bottleneck, [3, 4, 6, 3], num_classes=10 if size == "tiny" else 1000,
-                   width=width)
-    return _cnn(model, size, f"ResNet-50 width {width}")
+    return _resnet(size, Bottleneck, [3, 4, 6, 3], seed=21, depth=50)
 
 
 def mobilenet_v2(size: Size, dropout: bool = True) -> Built:

@@ -53,6 +53,15 @@ def value(name: str, env: Env) -> Any:
     return table[name]
 
 
+#: Values certainly wrong where a dict of options or of weights goes (None: the default).
+_NOT_A_DICT = {
+    "int0", "int-1", "int-huge", "float", "nan", "str", "str-long", "bytes",
+    "list", "list-nested", "dict-bad", "object", "lambda", "true", "ellipsis",
+    "set", "tuple-empty", "class", "ndarray", "ndarray-f64", "ndarray-0d",
+    "ndarray-huge-view", "tensor", "tensor-int", "tensor-grad", "path-file",
+    "path-missing", "path-proc", "module", "fixture-folder", "mlir-text", "model",
+    "inputs", "str-main",
+}
 #: Values certainly wrong for each parameter (others may be right or wrong).
 _WRONG = {
     "source": {"none", "int0", "int-1", "int-huge", "float", "nan", "bytes", "list",
@@ -60,18 +69,8 @@ _WRONG = {
                "set", "tuple-empty", "class", "ndarray", "ndarray-f64", "ndarray-0d",
                "ndarray-huge-view", "tensor", "tensor-int", "tensor-grad", "module", "model",
                "inputs", "options-ok"},
-    "options": {"int0", "int-1", "int-huge", "float", "nan", "str", "str-long", "bytes",
-                "list", "list-nested", "dict-bad", "object", "lambda", "true", "ellipsis",
-                "set", "tuple-empty", "class", "ndarray", "ndarray-f64", "ndarray-0d",
-                "ndarray-huge-view", "tensor", "tensor-int", "tensor-grad", "path-file",
-                "path-missing", "path-proc", "module", "fixture-folder", "mlir-text", "model",
-                "inputs", "str-main"},
-    "weights": {"int0", "int-1", "int-huge", "float", "nan", "str", "str-long", "bytes",
-                "list", "list-nested", "dict-bad", "object", "lambda", "true", "ellipsis",
-                "set", "tuple-empty", "class", "ndarray", "ndarray-f64", "ndarray-0d",
-                "ndarray-huge-view", "tensor", "tensor-int", "tensor-grad", "path-file",
-                "path-missing", "path-proc", "module", "fixture-folder", "mlir-text", "model",
-                "inputs", "str-main"},
+    "options": _NOT_A_DICT,
+    "weights": _NOT_A_DICT,
     "model": {"none", "int0", "int-1", "int-huge", "float", "nan", "str", "str-long",
               "bytes", "list", "list-nested", "dict", "dict-bad", "object", "true",
               "ellipsis", "set", "tuple-empty", "ndarray", "ndarray-f64", "ndarray-0d",
