@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,19 @@ def ctx():
 
     with make_context() as c:
         yield c
+
+
+@pytest.fixture
+def fresh_dynamo() -> Iterator[None]:
+    """Dynamo's compiled graphs dropped before and after the test, and the accel backend's
+    once-per-reason warnings re-armed (a test sees its own warnings)."""
+    import accel.dynamo
+    import torch
+
+    torch._dynamo.reset()
+    accel.dynamo._WARNED.clear()
+    yield
+    torch._dynamo.reset()
 
 
 def run_tool(tool: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:

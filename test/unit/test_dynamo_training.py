@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -49,12 +49,8 @@ class CNN(torch.nn.Module):
         return self.fc(x.flatten(1))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Iterator[None]:
-    torch._dynamo.reset()
-    accel.dynamo._WARNED.clear()
-    yield
-    torch._dynamo.reset()
+#: Each test starts from fresh dynamo state (conftest.fresh_dynamo).
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _records(start: int) -> list[tuple[str, bool]]:

@@ -32,11 +32,8 @@ def _mlp() -> MLP:
     return MLP().eval()
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+#: Each test starts from fresh dynamo state (conftest.fresh_dynamo).
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def test_jit_module_compiles_once_per_signature() -> None:

@@ -13,7 +13,7 @@ few hundred terms and the transformer stacks are 2 layers deep; observed errors 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import accel
@@ -203,13 +203,6 @@ def test_tiny_bert() -> None:
 
 
 # --- the same models through torch.compile(backend="accel") ----------------------------
-
-
-@pytest.fixture
-def fresh_dynamo() -> Iterator[None]:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _dynamo_check(model: torch.nn.Module, make_inputs: Callable[[int], tuple[Any, ...]], *,

@@ -20,7 +20,6 @@ import copy
 import math
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +42,8 @@ GRAD_RTOL, GRAD_ATOL = 1e-5, 1e-6
 N, P = 1 << 16, 0.3
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Iterator[None]:
-    torch._dynamo.reset()
-    accel.dynamo._WARNED.clear()
-    yield
-    torch._dynamo.reset()
+#: Each test starts from fresh dynamo state (conftest.fresh_dynamo).
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 # -- the generator ---------------------------------------------------------------------------

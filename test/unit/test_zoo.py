@@ -140,13 +140,6 @@ def test_accel_compile_without_cache(name: str) -> None:
     _assert_matches(built.select(got), built.select(want), name, name, 1)
 
 
-@pytest.fixture
-def fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("fresh_dynamo")
 @pytest.mark.parametrize("name", ALL)
