@@ -90,6 +90,14 @@ def assert_same_training(model: torch.nn.Module, eager: torch.nn.Module,
                                  f"{name} {key}")
 
 
+def twins(model: torch.nn.Module, make_opt: Callable[[Any], torch.optim.Optimizer]
+          ) -> tuple[torch.nn.Module, torch.nn.Module, torch.optim.Optimizer,
+                     torch.optim.Optimizer]:
+    """(model, an eager copy, an optimizer of each): the compiled step trains the first."""
+    eager = copy.deepcopy(model)
+    return model, eager, make_opt(model.parameters()), make_opt(eager.parameters())
+
+
 def eager_step(model: torch.nn.Module, opt: torch.optim.Optimizer, loss_fn: Callable[..., Any],
                batch: tuple[Any, ...]) -> torch.Tensor:
     opt.zero_grad()
@@ -106,10 +114,7 @@ def eager_step(model: torch.nn.Module, opt: torch.optim.Optimizer, loss_fn: Call
 def trained(request: pytest.FixtureRequest) -> dict[str, Any]:
     model_name, _, opt_name = request.param.partition("-")
     make, loss_fn, batches, options = MODELS[model_name]
-    model = make()
-    eager = copy.deepcopy(model)
-    opt, eager_opt = OPTIMIZERS[opt_name](model.parameters()), \
-        OPTIMIZERS[opt_name](eager.parameters())
+    model, eager, opt, eager_opt = twins(make(), OPTIMIZERS[opt_name])
     step = accel.compile_train_step(model, loss_fn, opt, batches(0), options=options)
     losses = []
     for i in range(STEPS):
@@ -138,9 +143,7 @@ def test_matches_eager_training(trained: dict[str, Any]) -> None:
 def test_eager_compiled_eager_continuation_and_state_dict() -> None:
     """3 eager steps, 3 compiled, 3 eager again == 9 eager steps; the optimizer's
     state_dict after compiled steps restores into a fresh optimizer."""
-    model = cnn()
-    eager = copy.deepcopy(model)
-    opt, eager_opt = (OPTIMIZERS["adamw-amsgrad"](m.parameters()) for m in (model, eager))
+    model, eager, opt, eager_opt = twins(cnn(), OPTIMIZERS["adamw-amsgrad"])
     for i in range(3):
         eager_step(model, opt, classify, image_batch(i))
     step = accel.compile_train_step(model, classify, opt, image_batch(0))
@@ -191,9 +194,7 @@ def test_lr_scheduler_takes_effect_without_recompiling() -> None:
 def test_grad_accumulation_matches_eager_micro_batches() -> None:
     """k=2: each call splits the batch in two, as eager's accumulate-then-step loop does
     (BatchNorm sees each micro-batch, so this is not the same as one batch of 8)."""
-    model = cnn()
-    eager = copy.deepcopy(model)
-    opt, eager_opt = (OPTIMIZERS["sgd-nesterov"](m.parameters()) for m in (model, eager))
+    model, eager, opt, eager_opt = twins(cnn(), OPTIMIZERS["sgd-nesterov"])
     step = accel.compile_train_step(model, classify, opt, image_batch(0),
                                     options={"grad_accumulation_steps": 2})
     for i in range(4):
@@ -212,9 +213,7 @@ def test_grad_accumulation_matches_eager_micro_batches() -> None:
 
 
 def test_clip_grad_norm_matches_torch() -> None:
-    model = mlp()
-    eager = copy.deepcopy(model)
-    opt, eager_opt = (torch.optim.SGD(m.parameters(), lr=0.5) for m in (model, eager))
+    model, eager, opt, eager_opt = twins(mlp(), lambda p: torch.optim.SGD(p, lr=0.5))
     step = accel.compile_train_step(model, classify, opt, vector_batch(0),
                                     options={"clip_grad_norm": 0.05})
     for i in range(4):
