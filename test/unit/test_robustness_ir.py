@@ -48,6 +48,24 @@ BAD_LISTS = {
 }
 
 
+def _opt_run(tmp_path: Path, pipeline: str, text: str | None = None
+            ) -> tuple[Path, subprocess.CompletedProcess]:
+    """(the input file, accel-opt's run of `pipeline` on `text` in it; AFFINE by default)."""
+    path = tmp_path / "a.mlir"
+    path.write_text(AFFINE if text is None else text)
+    return path, run_tool("accel-opt", str(path), f"--pass-pipeline={pipeline}")
+
+
+def _assert_crashed(path: Path, result: subprocess.CompletedProcess, pipeline: str,
+                    signal: str) -> subprocess.CompletedProcess:
+    """accel-opt lived through `pipeline` crashing with `signal`: exit status 1 and an error
+    at the input file that names the pipeline and the signal."""
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"{path}: error: upstream pass pipeline '{pipeline}' "
+                                    f"crashed ({signal})"), result.stderr
+    return result
+
+
 def _one_clean_error(result: subprocess.CompletedProcess, pattern: str) -> None:
     """Exit status 1 (not a signal), and stderr is exactly one error line matching (accel-opt
     prints it as mlir-opt does: followed by the source line and a caret under the column)."""
@@ -282,21 +300,14 @@ def test_bad_upstream_options_are_refused_before_the_pass_runs(element: str,
 ])
 def test_pipelines_that_made_mlir_abort_are_errors(tmp_path: Path, pipeline: str,
                                                    pattern: str) -> None:
-    path = tmp_path / "a.mlir"
-    path.write_text(AFFINE)
-    _one_clean_error(run_tool("accel-opt", str(path), f"--pass-pipeline={pipeline}"), pattern)
+    _one_clean_error(_opt_run(tmp_path, pipeline)[1], pattern)
 
 
 def test_an_option_pipeline_that_aborts_at_run_time_runs_isolated(tmp_path: Path) -> None:
     """...and run in a child: `sparsifier` as the inliner's default pipeline aborts there."""
-    path = tmp_path / "a.mlir"
-    path.write_text(AFFINE)
-    result = run_tool("accel-opt", str(path),
-                      "--pass-pipeline=builtin.module(inline{default-pipeline=sparsifier})")
-    assert result.returncode == 1, result.stderr
-    assert result.stderr.startswith(
-        f"{path}: error: upstream pass pipeline 'builtin.module(inline{{default-pipeline="
-        "sparsifier})' crashed (SIGABRT) on this input\n"), result.stderr
+    pipeline = "builtin.module(inline{default-pipeline=sparsifier})"
+    result = _assert_crashed(*_opt_run(tmp_path, pipeline), pipeline, "SIGABRT")
+    assert result.stderr.splitlines()[0].endswith(" on this input"), result.stderr
     assert "LLVM ERROR" not in result.stderr
 
 
@@ -310,11 +321,8 @@ def test_llvm_option_complaints_are_one_line_not_stray_stderr(capfd) -> None:
 
 
 def test_the_fragile_unroll_jam_cannot_kill_accel_opt(tmp_path: Path) -> None:
-    path = tmp_path / "a.mlir"
-    path.write_text(AFFINE)
-    result = run_tool("accel-opt", str(path),
-                      "--pass-pipeline=builtin.module(func.func(affine-loop-unroll-jam"
-                      "{unroll-jam-factor=0}))")
+    _, result = _opt_run(tmp_path, "builtin.module(func.func(affine-loop-unroll-jam"
+                                   "{unroll-jam-factor=0}))")
     _one_clean_error(result, r"error: option 'unroll-jam-factor' of pass "
                              r"'affine-loop-unroll-jam': 0 is out of range")
 
@@ -324,27 +332,19 @@ def test_a_crashing_upstream_pass_runs_in_a_child_and_fails_cleanly(tmp_path: Pa
     fragile pass it runs in a forked child, so accel-opt reports it and lives."""
     from test_affine_fusion import CRASH_SHAPE
 
-    path = tmp_path / "crash.mlir"
-    path.write_text(CRASH_SHAPE)
-    result = run_tool("accel-opt", str(path), "--pass-pipeline=builtin.module(func.func("
-                      "affine-loop-tile{tile-size=8},affine-loop-fusion{mode=sibling}))")
-    assert result.returncode == 1, result.stderr
+    pipeline = ("builtin.module(func.func(affine-loop-tile{tile-size=8},"
+                "affine-loop-fusion{mode=sibling}))")
+    path, result = _opt_run(tmp_path, pipeline, CRASH_SHAPE)
+    _assert_crashed(path, result, pipeline, "SIGSEGV")
     first, *notes = result.stderr.strip().splitlines()
-    assert first.startswith(f"{path}: error: upstream pass pipeline 'builtin.module(func.func("
-                            "affine-loop-tile{tile-size=8},affine-loop-fusion{mode=sibling}))' "
-                            "crashed (SIGSEGV) on this input"), first
+    assert first.endswith(" on this input"), first
     assert all(n.startswith(f"{path}: note: ") for n in notes) and notes  # at the error
     assert "Fatal Python" not in result.stderr
 
 
 def test_convert_to_llvm_under_func_func_fails_cleanly(tmp_path: Path) -> None:
-    path = tmp_path / "a.mlir"
-    path.write_text(AFFINE)
-    result = run_tool("accel-opt", str(path),
-                      "--pass-pipeline=builtin.module(func.func(convert-to-llvm))")
-    assert result.returncode == 1, result.stderr
-    assert result.stderr.startswith(f"{path}: error: upstream pass pipeline 'builtin.module("
-                                    "func.func(convert-to-llvm))' crashed (SIGSEGV)")
+    pipeline = "builtin.module(func.func(convert-to-llvm))"
+    _assert_crashed(*_opt_run(tmp_path, pipeline), pipeline, "SIGSEGV")
 
 
 def test_isolated_upstream_steps_give_the_in_process_result(ctx) -> None:
