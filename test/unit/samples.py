@@ -92,6 +92,20 @@ def mlp_class(inputs: int, hidden: int, outputs: int) -> type:
     return MLP
 
 
+def write_mlp_model_file(path: Path, inputs: int, hidden: int, outputs: int, *,
+                         batch: int, activation: str = "ReLU") -> Path:
+    """A model file for accel-compile (`get_model(batch_size)`): a seeded
+    Linear -> `torch.nn.<activation>` -> Linear MLP in eval mode and a random input."""
+    path.write_text(
+        "import torch\n"
+        f"def get_model(batch_size={batch}):\n"
+        "    torch.manual_seed(0)\n"
+        f"    m = torch.nn.Sequential(torch.nn.Linear({inputs}, {hidden}), "
+        f"torch.nn.{activation}(), torch.nn.Linear({hidden}, {outputs}))\n"
+        f"    return m.eval(), (torch.randn(batch_size, {inputs}),)\n")
+    return path
+
+
 def wrapped(model: Any, call: Any) -> Any:
     """An eval-mode `nn.Module` holding `model` whose forward is `call(model, x)` (e.g. a
     transformers model's logits or hidden state as one tensor)."""

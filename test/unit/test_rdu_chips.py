@@ -18,6 +18,7 @@ import torch
 from accel.diagnostics import AccelError
 from accel.targets.rdu import placement
 from accel.targets.rdu.placement import Edge
+from samples import write_mlp_model_file
 
 FAST = {"target": "rdu", "opt_level": 0, "cache": False}
 
@@ -170,14 +171,7 @@ def test_model_parallel_needs_a_decision_file_and_chips(mlp: Any) -> None:
 def test_sections_json_and_compile_log_report_chips(tmp_path: Path) -> None:
     from accel.tools.accel_compile import main
 
-    model_py = tmp_path / "mlp.py"
-    model_py.write_text(
-        "import torch\n"
-        "def get_model(batch_size=4):\n"
-        "    torch.manual_seed(0)\n"
-        "    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),"
-        " torch.nn.Linear(64, 8))\n"
-        "    return m.eval(), (torch.randn(batch_size, 32),)\n")
+    model_py = write_mlp_model_file(tmp_path / "mlp.py", 32, 64, 8, batch=4)
     out = tmp_path / "out"
     assert main([str(model_py), "--inference", "--target", "rdu", "-o0", "--n-chips", "2",
                  "--output-folder", str(out), "--option", "opt_level=0", "-q"]) == 0

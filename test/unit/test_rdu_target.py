@@ -16,6 +16,7 @@ from accel import targets
 from accel.diagnostics import AccelError
 from accel.options import OptionError
 from accel.settings import merge as resolve
+from samples import write_mlp_model_file
 
 FAST = {"target": "rdu", "opt_level": 0, "cache": False}
 
@@ -277,14 +278,8 @@ def test_pass_option_errors(options: dict[str, Any], message: str) -> None:
 def test_accel_compile_writes_pef_sections_and_summary(tmp_path: Path) -> None:
     from accel.tools.accel_compile import main
 
-    model_py = tmp_path / "mlp.py"
-    model_py.write_text(
-        "import torch\n"
-        "def get_model(batch_size=2):\n"
-        "    torch.manual_seed(0)\n"
-        "    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),"
-        " torch.nn.Linear(16, 4))\n"
-        "    return m.eval(), (torch.randn(batch_size, 8),)\n")
+    model_py = write_mlp_model_file(tmp_path / "mlp.py", 8, 16, 4, batch=2,
+                                    activation="GELU")
     out = tmp_path / "out"
     assert main([str(model_py), "--inference", "--target", "rdu", "-o0", "--pef-name", "mlp",
                  "--output-folder", str(out), "--option", "opt_level=0"]) == 0
