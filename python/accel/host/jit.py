@@ -204,6 +204,29 @@ def host_assembly(llvm_ir: str, opt_level: int = 3, *, vector_math: bool = True)
     return tm.emit_assembly(mod)
 
 
+def inline_entries(mod: llvmx.ModuleRef, opt_level: int, entries: set[str]) -> None:
+    """Inline each of the `entries` into its `_mlir_ciface_` wrapper (the JIT's callee).
+
+    MLIR's LLVM lowering gives `@f` every memref descriptor field as a parameter and its
+    results as one struct, and `_mlir_ciface_f` unpacks and repacks them. An optimizer
+    step with 62 parameters makes `@f` a function of ~1000 parameters returning a struct
+    of 124 descriptors, and LLVM's instruction selection of that call boundary was most of
+    the optimizer's code generation (ResNet-18 width 16 train step: 7.3 s -> 1.8 s;
+    docs/compile-time.md). Internal and `alwaysinline`, `@f` disappears into its wrapper:
+    nothing outside the module calls it (trampolines and AOT wrappers call
+    `_mlir_ciface_f`). Only entries: every function has a wrapper, and inlining the
+    kernels they call (conv, GEMM, outlined parts) into their callers made a forward
+    graph's LLVM optimisation 6x slower. At opt_level 0 nothing inlines: left as it is."""
+    if not opt_level:
+        return
+    defined = {f.name for f in mod.functions if not f.is_declaration}
+    for fn in mod.functions:
+        if fn.name in entries and not fn.is_declaration and \
+                f"_mlir_ciface_{fn.name}" in defined:
+            fn.linkage = "internal"
+            fn.add_function_attribute("alwaysinline")
+
+
 #: Binding external weights by name (a process-wide symbol table) and resolving them in
 #: `finalize_object` must not interleave between two compilations.
 _BIND_LOCK = threading.Lock()
@@ -258,6 +281,9 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
                     weights: Mapping[str, np.ndarray], object_code: bytes | None
                     ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
     mod = llvmx.parse(_with_vector_math(llvm_ir, opt_level), "translated LLVM IR")
+    if object_code is None:
+        inline_entries(mod, opt_level, {s.name for s in signatures.values()
+                                        if s.callee == f"_mlir_ciface_{s.name}"})
     callable_sigs = {}
     for index, (name, sig) in enumerate(signatures.items()):
         if sig.unsupported:
