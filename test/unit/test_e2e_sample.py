@@ -1,8 +1,9 @@
 """torch-mlir's e2e suite, a fixed 100-test sample, through accel (docs/e2e.md).
 
 `make e2e` runs all 1828 tests; `make check` runs this sample (test/e2e/sample.txt, the
-suite's files for it vendored in test/e2e/suite_sample) through `accel.compile_mlir` (the
-FxImporterTestConfig path) and `accel.compile`, and fails when a test of
+suite's files for it vendored in test/e2e/suite_sample) through `accel.compile` (the
+accel-torch config; `make e2e` also runs accel-mlir, `accel.compile_mlir` on the
+FxImporterTestConfig path), and fails when a test of
 test/e2e/sample_expected.json no longer passes, or a runner process crashes.
 """
 
@@ -29,16 +30,18 @@ def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_sample_does_not_regress(tmp_path: Path) -> None:
     out = tmp_path / "sample.json"
-    # About 150 s of CPU (two workers): ~1.5 min on 2 idle cores, 2.7 to 5.5 min measured on
-    # a loaded machine; the timeout leaves room for more.
-    run = _run("--sample", "--config", "accel-mlir", "accel-torch", "--shards", "2",
+    # accel-torch only (the whole path: torch -> import -> accel.compile): accel-mlir
+    # compiles the same imported MLIR through compile_mlir, which cost make check another
+    # ~70 s of two workers (issue 25); `make e2e` runs both configs on the whole suite.
+    # About 75 s of CPU (two workers); the timeout leaves room for a loaded machine.
+    run = _run("--sample", "--config", "accel-torch", "--shards", "2",
                "--json", str(out), timeout=1200)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     results = json.loads(out.read_text())
     expected = json.loads((E2E / "sample_expected.json").read_text())
     names = (E2E / "sample.txt").read_text().split()
     assert len(names) == 100
-    for config in ("accel-mlir", "accel-torch"):
+    for config in ("accel-torch",):
         assert [r["test"] for r in results[config]] == names
         passed = {r["test"] for r in results[config] if r["status"] == "pass"}
         assert set(expected[config]) <= passed, (config, set(expected[config]) - passed)
