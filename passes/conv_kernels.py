@@ -146,12 +146,18 @@ class ConvKernels(ModulePass):
                                     metadata={"help": "smallest MACs run in parallel"})
     #: 1x1 stride-1 convs as GEMMs on the input itself (false: direct kernel for them too).
     pointwise_gemm: bool = field(default=True, metadata={"help": "1x1 convs as GEMMs"})
+    #: Largest KH*KW of a direct kernel: its body unrolls every tap, and CLIP's 32x32 patch
+    #: embedding (1024 taps) made 3.2 MB of LLVM IR and 60 s of LLVM -O3; larger windows
+    #: (patchify convs) keep the im2col + GEMM path. ViT's 16x16 (256) stays direct.
+    max_taps: int = field(default=256, metadata={"help": "largest KH*KW of a direct kernel"})
 
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
             raise ValueError("vector-width must be 0, 4, 8 or 16")
         if min(self.min_flops, self.parallel_min_flops) < 0:
             raise ValueError("sizes must not be negative")
+        if self.max_taps < 1:
+            raise ValueError("max-taps must be at least 1")
 
     def apply(self, module: Operation) -> None:
         vl = self.vector_width or host_vector_lanes()
@@ -193,6 +199,8 @@ class ConvKernels(ModulePass):
                 name = _name("accel_pwconv", spec, gemm)
                 if name not in known:
                     _move_new_funcs(module, render_pointwise(spec, name, gemm, g), known)
+            elif spec.kh * spec.kw > self.max_taps:
+                continue  # im2col + GEMM (accel-matmul-microkernel)
             else:
                 tile = choose_conv_tile(spec, vl)
                 parallel = parallel and conv_items(spec, tile) >= 2

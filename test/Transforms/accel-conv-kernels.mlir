@@ -1,5 +1,6 @@
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0})' | FileCheck %s
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=16 min-flops=0 parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0 max-taps=8})' | FileCheck %s --check-prefix=TAPS
 
 // A 3x3 conv (input already padded): a direct kernel. @K runs the (image, filter block,
 // position tile) items of @K_body; the first item of each (image, block) packs the block's
@@ -42,6 +43,11 @@
 // PAR:         memref.alloca() {alignment = 64 : i64} : memref<14x32xf32>
 // PAR:         memref.alloc() {alignment = 64 : i64} : memref<32x9x32xf32>
 // PAR:         vector.fma %{{.*}} : vector<16xf32>
+// Negative (max-taps=8): 9 taps are more than a direct kernel may unroll: the conv stays
+// (im2col + GEMM later), no kernel is made.
+// TAPS-LABEL: func.func @conv3x3
+// TAPS:       linalg.conv_2d_nchw_fchw
+// TAPS-NOT:   accel_dconv
 func.func @conv3x3(%x: memref<1x32x18x18xf32>, %w: memref<32x32x3x3xf32>, %o: memref<1x32x16x16xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
     ins(%x, %w : memref<1x32x18x18xf32>, memref<32x32x3x3xf32>) outs(%o : memref<1x32x16x16xf32>)
@@ -81,6 +87,9 @@ func.func @few_filters(%x: memref<1x8x13x13xf32>, %w: memref<5x8x3x3xf32>, %o: m
 // CHECK:           %[[XN:.*]] = memref.subview %{{.*}}[%[[N]], 0, 0] [1, 32, 64] [1, 1, 1] : memref<2x32x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
 // CHECK:           %[[ON:.*]] = memref.subview %{{.*}}[%[[N]], 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
 // CHECK:           call @[[G]](%{{.*}}, %[[XN]], %[[ON]])
+// One tap is within max-taps=8: the pointwise GEMM as above.
+// TAPS-LABEL: func.func @pointwise
+// TAPS:       call @accel_pwconv_2x32x8x8_64x1x1_
 func.func @pointwise(%x: memref<2x32x8x8xf32>, %w: memref<64x32x1x1xf32>, %o: memref<2x64x8x8xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
     ins(%x, %w : memref<2x32x8x8xf32>, memref<64x32x1x1xf32>) outs(%o : memref<2x64x8x8xf32>)

@@ -84,6 +84,19 @@ def test_pointwise_conv_is_a_gemm_on_the_input():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
 
 
+def test_patchify_conv_beyond_max_taps_keeps_im2col_and_gemm():
+    """CLIP's 32x32 stride-32 patch embedding (1024 taps) is no direct kernel (its unrolled
+    body cost 60 s of LLVM -O3 in CLIP): above `max-taps` (256) the conv takes im2col + the
+    GEMM kernel, and still matches eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(3, 32, 32, stride=32, bias=False).eval()
+    x = torch.randn(1, 3, 64, 64)
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dconv_") == 0 and "linalg.conv_2d_nchw_fchw" not in ir
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
 # (batch, C, H=W, kernel, stride, padding, dilation)
 DEPTHWISE = [
     (1, 32, 20, 3, 1, 1, 1),  # MobileNet: 20 = 2 full blocks of 8 + a masked 4
