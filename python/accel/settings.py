@@ -22,6 +22,7 @@ from typing import Any
 
 from accel import options as table
 from accel import targets
+from accel.diagnostics import AccelError
 
 #: Settings accel adds for a target that are not options (`accel.options.INTERNAL_SETTINGS`
 #: and the `filename` diagnostics name): carried, not validated.
@@ -162,7 +163,7 @@ def resolve(options: Mapping[str, Any] | None, *, check: bool = True) -> Setting
 
 
 def merge(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None = None
-            ) -> dict[str, Any]:
+          ) -> dict[str, Any]:
     """Defaults < the target's preset < `options`, every value validated.
 
     The result has every option that applies to the chosen target, plus `preset` resolved to
@@ -174,8 +175,8 @@ def merge(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None 
     given = table.named(options or {})
     for key in given:
         if table.OPTIONS[key].scope == "torch_compile":
-            raise table.OptionError(f"option '{key}' applies to torch.compile(backend=\"accel\") "
-                              "only")
+            raise table.OptionError(f"option '{key}' applies to torch.compile("
+                                    f"backend=\"accel\") only")
     name = table.check_value(table.OPTIONS["target"], given.get("target", "cpu"), targets.names())
     target = targets.get(name)
     applicable = {o.name: o for o in table.for_target(name)}
@@ -188,15 +189,15 @@ def merge(options: Mapping[str, Any] | None, *, extra: Mapping[str, Any] | None 
     if preset_name is None:
         preset_name = target.default_preset
     if preset_name is not None and preset_name not in presets:
-        raise table.OptionError(f"option 'preset': target {name} has no preset {preset_name!r} "
-                          f"(choose from {', '.join(presets) or 'none'})")
+        raise table.OptionError(f"option 'preset': target {name} has no preset "
+                                f"{preset_name!r} (choose from {', '.join(presets) or 'none'})")
     merged = {k: o.default for k, o in applicable.items()}
     if preset_name is not None:
         merged.update(presets[preset_name])
     merged.update(target.file_options({**merged, **given}))
     merged.update(given)
     merged["target"], merged["preset"] = name, preset_name
-    choices = {"target": targets.names(), "device": target.devices()}
+    choices = _target_choices(name)
     for key, value in merged.items():
         table.check_value(applicable[key], value, choices.get(key))
     merged.update(extra or {})
@@ -210,7 +211,7 @@ def shown_default(option: table.Option) -> str:
     if option.scope in targets.names():
         try:
             resolved = merge({"target": option.scope})
-        except table.AccelError:  # a target whose presets cannot resolve here: the table's
+        except AccelError:  # a target whose presets cannot resolve here: the table's
             resolved = {}
         value = resolved.get(option.name, option.default)
         if value != option.default:
