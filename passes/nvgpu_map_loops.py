@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.ir import dialects as _dialects  # noqa: F401 - keeps the dialect modules loaded
 from accel.passes.base import FunctionPass, register_pass
 
 

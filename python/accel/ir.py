@@ -8,29 +8,12 @@ binding provider (e.g. to a standalone `mlir` wheel) touches only this file.
 from __future__ import annotations
 
 import functools
+import importlib
+from types import ModuleType
 from typing import Any
 
 from torch_mlir import ir, rewrite
 from torch_mlir._mlir_libs._mlir import globals as _mlir_globals
-from torch_mlir.dialects import (
-    affine,
-    arith,
-    bufferization,
-    builtin,
-    cf,
-    ext,
-    func,
-    irdl,
-    linalg,
-    llvm,
-    math,
-    memref,
-    scf,
-    tensor,
-    transform,
-    ub,
-    vector,
-)
 from torch_mlir.ir import (
     Attribute,
     Block,
@@ -56,9 +39,31 @@ if "accel.dialects" not in _mlir_globals.dialect_search_modules:
     _mlir_globals.append_dialect_search_prefix("accel.dialects")
 
 
+#: The upstream dialect modules accel uses, imported on first use (`from accel.ir import
+#: linalg`, `dialects.linalg`): importing all of them costs ~0.45 s (linalg's OpDSL alone
+#: ~0.25 s), paid by every `accel-opt` run, which mostly touches a few. The bindings import
+#: a dialect's module themselves when they first wrap one of its ops, so nothing needs them
+#: loaded ahead.
+_DIALECTS = frozenset({
+    "affine", "arith", "bufferization", "builtin", "cf", "ext", "func", "irdl", "linalg",
+    "llvm", "math", "memref", "scf", "tensor", "transform", "ub", "vector"})
+
+
+def _dialect(name: str) -> ModuleType:
+    module = importlib.import_module(f"torch_mlir.dialects.{name}")
+    globals()[name] = module  # later lookups skip __getattr__
+    return module
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _DIALECTS:
+        return _dialect(name)
+    raise AttributeError(f"module 'accel.ir' has no attribute '{name}'")
+
+
 def translate_to_llvmir(module: Module) -> str:
     """Translate a module in the LLVM dialect to LLVM IR text (upstream syntax)."""
-    return llvm.translate_module_to_llvmir(module.operation)
+    return _dialect("llvm").translate_module_to_llvmir(module.operation)
 
 
 def torch_importer() -> tuple[Any, Any]:
@@ -141,26 +146,20 @@ def bindings_opt_tool() -> str:
     return os.path.join(bindings_libs_dir(), "torch-mlir-opt")
 
 
-class dialects:  # noqa: N801 - a namespace, used as `dialects.func`
-    """Namespace of the upstream dialect modules accel uses."""
+class _Dialects:
+    """Namespace of the upstream dialect modules accel uses (`dialects.func`), each
+    imported on first use."""
 
-    affine = affine
-    arith = arith
-    bufferization = bufferization
-    builtin = builtin
-    cf = cf
-    ext = ext
-    func = func
-    irdl = irdl
-    linalg = linalg
-    llvm = llvm
-    math = math
-    memref = memref
-    scf = scf
-    tensor = tensor
-    transform = transform
-    ub = ub
-    vector = vector
+    def __getattr__(self, name: str) -> ModuleType:
+        if name in _DIALECTS:
+            return _dialect(name)
+        raise AttributeError(f"accel.ir.dialects has no dialect module '{name}'")
+
+    def __dir__(self) -> list[str]:
+        return sorted(_DIALECTS)
+
+
+dialects = _Dialects()
 
 
 __all__ = [
