@@ -24,6 +24,7 @@ from accel.build.model_file import (
 )
 from accel.build.settings import OPTION_JSON, BuildSettings, _read
 from accel.diagnostics import AccelError
+from accel.llvm.archive import is_archive
 from accel.progress import Progress
 
 COMPILE_LOG = "compile.log"
@@ -204,14 +205,16 @@ def write_artifact(out: Path, s: BuildSettings, b: Build, command: list[str], mo
 
 def _objects(s: BuildSettings, b: Build) -> dict[str, bytes]:
     """The host object files: `<pef-name>.o`, or for training one per phase graph
-    (`<pef-name>-forward.o`, ...)."""
+    (`<pef-name>-forward.o`, ...); `.a` where the code is an archive of parts."""
     if b.train_step is not None:
         found = {f"{s.pef_name}-{name}.o": getattr(m.compiled, "object_code", None)
                  for name, m in b.train_step.compiled.items()}
     else:
         found = {f"{s.pef_name}.o": b.rec.object_code
                  or getattr(b.compiled, "object_code", None)}
-    return {name: bytes(obj) for name, obj in found.items() if obj}
+    # A module compiled in parts (accel.host.codegen) is an archive of their objects.
+    return {name.removesuffix(".o") + ".a" if is_archive(obj) else name: bytes(obj)
+            for name, obj in found.items() if obj}
 
 
 def compile_log(s: BuildSettings, b: Build, written: list[tuple[Any, str | None]],

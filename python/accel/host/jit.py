@@ -18,9 +18,10 @@ import numpy as np
 
 from accel import phases
 from accel.diagnostics import AccelError
-from accel.host import vecmath
+from accel.host import codegen, vecmath
 from accel.host.abi import soft_float_helpers_ir, trampoline_ir
 from accel.host.parallel import PARALLEL_FOR, parallel_runtime_ir
+from accel.llvm import archive
 from accel.llvm import engine as llvmx
 from accel.llvm.elf import object_problem
 from accel.runtime.call import CompiledFunction
@@ -310,17 +311,22 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     llvmx.prepare(mod, tm)
     sink = _ObjectSink()
     emitted = sink.objects
-    if object_code is None:
+    parts = [] if object_code is not None else _parts(mod, llvm_ir)
+    if object_code is None and len(parts) < 2:
         llvmx.optimize(mod, tm, opt_level)
         engine = llvmx.mcjit(mod, tm)
         # MCJIT hands each object it compiles to the cache hook: keep it for the next time.
         engine.set_object_cache(notify_func=sink.notify)
     else:
-        # `mod` only served to resolve externals; the code is the cached object's.
+        # `mod` only served to resolve externals; the code is the objects'.
+        if object_code is None:  # a big module: its parts compiled by worker processes
+            object_code = archive.bundle(codegen.emit_objects(parts, opt_level,
+                                                              *llvmx.host_cpu()))
         empty = llvmx.parse("", "empty module")
         empty.triple, empty.data_layout = mod.triple, mod.data_layout
         engine = llvmx.mcjit(empty, tm)
-        llvmx.add_object(engine, object_code)
+        for member in archive.members(object_code):
+            llvmx.add_object(engine, member)
         emitted.append(object_code)
     with _BIND_LOCK:
         for name, array in weights.items():
@@ -340,6 +346,16 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
                 raise AccelError(f"internal error: no code for @{name} in the compiled object")
         callables[name] = CompiledFunction(sig, address)
     return engine, callables, obj
+
+
+def _parts(mod: llvmx.ModuleRef, llvm_ir: str) -> list[str]:
+    """The module (trampolines and runtime linked in) cut for parallel code generation
+    (`accel.host.codegen`), or [] when it is too small to cut (counted on the translated
+    IR's lines first: printing a module costs ~0.25 s per 100,000 lines)."""
+    if llvm_ir.count("\n") < 2 * codegen.LINES_PER_PART:
+        return []
+    parts = codegen.partition(str(mod))
+    return parts if len(parts) > 1 else []
 
 
 def host_free_address_in_jit() -> int:

@@ -18,6 +18,9 @@ from __future__ import annotations
 import platform
 import struct
 
+from accel.diagnostics import AccelError
+from accel.llvm.archive import is_archive, members
+
 _EM = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
 _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 2, 3, 4, 8, 9
 _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON = 0xFF00, 0xFFF1, 0xFFF2
@@ -44,7 +47,22 @@ def _host_machine() -> int | None:
 
 
 def object_problem(data: bytes) -> str | None:
-    """Why `data` is not a well-formed relocatable ELF object for this host, or None."""
+    """Why `data` is not a well-formed relocatable ELF object for this host (or an archive
+    of them, `accel.llvm.archive`), or None."""
+    if not is_archive(data):
+        return _object_problem(data)
+    try:
+        parts = members(data)
+    except AccelError as err:
+        return str(err)
+    for i, part in enumerate(parts):
+        problem = _object_problem(part)
+        if problem:
+            return f"archive member {i}: {problem}"
+    return None
+
+
+def _object_problem(data: bytes) -> str | None:
     try:
         return _check(memoryview(data))
     except struct.error as err:  # a table that ends early

@@ -1,0 +1,279 @@
+"""Parallel code generation: a big LLVM module as partitions, optimised and compiled to
+object code in worker processes, linked together by the JIT.
+
+LLVM optimises and compiles the functions of a module one after another in one thread,
+and llvmlite serialises every call behind one lock: a train step's backward graph (~120
+functions, 100,000 lines of IR) took ~16 s of one core while the others idled. The module's
+functions are independent once each is compiled (they call each other through symbols),
+so `partition` cuts the printed module into parts of whole functions, each a module of its
+own (the functions it defines; declarations of those it calls elsewhere; the constants it
+reads, copied), and `emit_objects` compiles them in `ACCEL_COMPILE_JOBS` worker processes
+(`accel.llvm.worker`; default: every core this process may use).
+
+Deterministic: how a module is cut depends only on its text (`part_count`, never on the
+job count), and each part's object only on the part, so the objects are the same bytes
+whatever `ACCEL_COMPILE_JOBS` is (one job compiles the same parts in this process). Small
+modules (under `LINES_PER_PART` * 2 lines: every test model, most inference graphs) are not
+cut at all and keep the single-object path.
+
+What crosses parts: calls (a private function another part calls becomes external, under
+its unique name), read-only globals (copied; they stay private in each part). A module
+with writable globals, aliases or unnamed (numbered) globals is not cut.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from accel.diagnostics import AccelError
+from accel.llvm import worker
+
+#: Lines of printed IR per part; a module of fewer than twice this stays whole.
+LINES_PER_PART = 12_000
+#: At most this many parts (each pays a parse and a target machine).
+MAX_PARTS = 16
+JOBS_ENV = "ACCEL_COMPILE_JOBS"
+
+_NAME = r'(?:"(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*|[0-9]+)'
+_REF = re.compile(r"@(" + _NAME + r")")
+_DEFINE_NAME = re.compile(r"@(" + _NAME + r")\(")
+_GLOBAL = re.compile(r"@(" + _NAME + r") = (.*?)\b(global|constant|alias|ifunc) ")
+_LOCAL_LINKAGE = re.compile(r"^define (private|internal) ")
+_DECL_DROPS = re.compile(r"^define (?:(?:private|internal|available_externally|linkonce|"
+                         r"linkonce_odr|weak|weak_odr|external|dso_local|hidden|protected) )*")
+
+
+def compile_jobs() -> int:
+    """`ACCEL_COMPILE_JOBS`, or the cores this process may run on."""
+    raw = os.environ.get(JOBS_ENV, "").strip()
+    if not raw:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        jobs = int(raw)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise AccelError(f"{JOBS_ENV}={raw!r}: expected a positive number of worker processes")
+    return jobs
+
+
+@dataclass
+class _Function:
+    name: str
+    lines: list[str]
+    refs: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Module:
+    """The printed module taken apart: lines every part keeps (header, types,
+    declarations, attribute groups, metadata), globals and function definitions."""
+
+    common: list[str]
+    globals: dict[str, tuple[str, set[str]]]
+    functions: dict[str, _Function]
+
+    @property
+    def size(self) -> int:
+        return sum(len(f.lines) for f in self.functions.values())
+
+
+def _parse(text: str) -> _Module | None:
+    """`text` (LLVM's printer output) taken apart, or None where cutting is not safe."""
+    common: list[str] = []
+    globals_: dict[str, tuple[str, set[str]]] = {}
+    functions: dict[str, _Function] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("define "):
+            match = _DEFINE_NAME.search(line)
+            if match is None:
+                return None
+            end = i
+            while lines[end] != "}":
+                end += 1
+                if end == len(lines):
+                    return None
+            body = lines[i:end + 1]
+            name = match.group(1)
+            fn = _Function(name, body)
+            for body_line in body:
+                fn.refs.update(_REF.findall(body_line))
+            fn.refs.discard(name)
+            functions[name] = fn
+            i = end + 1
+            continue
+        if line.startswith("@"):
+            match = _GLOBAL.match(line)
+            if match is None or match.group(1).isdigit():
+                return None
+            words, kind = match.group(2).split(), match.group(3)
+            declaration = "external" in words or "extern_weak" in words
+            if kind in ("alias", "ifunc") or (kind == "global" and not declaration) or \
+                    "appending" in words:
+                return None  # writable or special: one definition only
+            refs = set(_REF.findall(line[match.end():]))
+            globals_[match.group(1)] = (line, refs)
+        else:
+            common.append(line)
+        i += 1
+    return _Module(common, globals_, functions)
+
+
+def part_count(size: int) -> int:
+    """How many parts a module of `size` function lines is cut into (1: not cut)."""
+    parts = min(MAX_PARTS, size // LINES_PER_PART)
+    return parts if parts >= 2 else 1
+
+
+def _groups(module: _Module) -> list[list[str]]:
+    """Functions that must share a part: an entry and its `_mlir_ciface_` wrapper (the
+    JIT inlines the entry into it)."""
+    groups: dict[str, list[str]] = {}
+    for name in module.functions:
+        base = name.removeprefix("_mlir_ciface_")
+        key = base if base in module.functions else name
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
+
+
+def _assign(module: _Module, parts: int) -> list[list[str]]:
+    """Longest-first onto the lightest part (ties: the lower index): balanced, and a
+    function of the text alone."""
+    groups = _groups(module)
+    sized = sorted(groups, key=lambda g: (-sum(len(module.functions[n].lines) for n in g), g))
+    loads, owned = [0] * parts, [[] for _ in range(parts)]  # type: list[int], list[list[str]]
+    for group in sized:
+        k = loads.index(min(loads))
+        owned[k].extend(group)
+        loads[k] += sum(len(module.functions[n].lines) for n in group)
+    return [sorted(names) for names in owned if names]
+
+
+def _declaration(header: str) -> str:
+    return "declare " + _DECL_DROPS.sub("", header).removesuffix("{").rstrip()
+
+
+def partition(text: str, parts: int | None = None) -> list[str]:
+    """The parts of the printed module `text` (a list of one: `text` itself, when it is
+    small or cannot be cut). `parts`: how many (default: `part_count` of its size)."""
+    module = _parse(text)
+    if module is None:
+        return [text]
+    parts = part_count(module.size) if parts is None else parts
+    if parts < 2 or len(module.functions) < 2:
+        return [text]
+    owned = _assign(module, parts)
+    owner = {name: k for k, names in enumerate(owned) for name in names}
+    called_across = {ref for name, fn in module.functions.items() for ref in fn.refs
+                     if ref in owner and owner[ref] != owner[name]}
+    texts = []
+    for k, names in enumerate(owned):
+        refs: set[str] = set()
+        for name in names:
+            refs |= module.functions[name].refs
+        wanted, todo = set(), list(refs)
+        while todo:  # globals, and the globals their initialisers name
+            ref = todo.pop()
+            if ref in module.globals and ref not in wanted:
+                wanted.add(ref)
+                todo.extend(module.globals[ref][1])
+        out = list(module.common)
+        out += [module.globals[g][0] for g in module.globals if g in wanted]
+        out += [_declaration(module.functions[f].lines[0]) for f in sorted(refs)
+                if f in owner and owner[f] != k]
+        for name in names:
+            body = module.functions[name].lines
+            if name in called_across:
+                body = [_LOCAL_LINKAGE.sub("define ", body[0]), *body[1:]]
+            out += body
+        texts.append("\n".join(out))
+    return texts
+
+
+def emit_objects(parts: Sequence[str], opt_level: int, cpu: str, features: str,
+                 jobs: int | None = None) -> list[bytes]:
+    """Object code of each part, in order, compiled by up to `jobs` worker processes
+    (default `compile_jobs()`; 1: here, one after another)."""
+    jobs = compile_jobs() if jobs is None else jobs
+    if jobs <= 1 or len(parts) == 1 or not sys.executable:
+        return [worker.compile_part(p, opt_level, cpu, features) for p in parts]
+    results: list[bytes | None] = [None] * len(parts)
+    order = sorted(range(len(parts)), key=lambda k: -len(parts[k]))  # largest first
+    lock = threading.Lock()
+
+    def serve() -> None:
+        with _Worker() as w:
+            while True:
+                with lock:
+                    if not order:
+                        return
+                    k = order.pop(0)
+                results[k] = w.compile(parts[k], opt_level, cpu, features, k)
+
+    workers = min(jobs, len(parts))
+    with ThreadPoolExecutor(workers) as pool:
+        for future in [pool.submit(serve) for _ in range(workers)]:
+            future.result()
+    return [obj for obj in results if obj is not None]
+
+
+class _Worker:
+    """One `accel.llvm.worker` process (stderr to a temporary file: read after a failure)."""
+
+    def __enter__(self) -> _Worker:
+        import accel
+
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(accel.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", "accel.llvm.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, env=env)
+        return self
+
+    def compile(self, part: str, opt_level: int, cpu: str, features: str, k: int) -> bytes:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            pickle.dump((part, opt_level, cpu, features), self.proc.stdin,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+            ok, answer = pickle.load(self.proc.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            self.proc.wait()
+            self.stderr.seek(0)
+            tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+            raise AccelError(f"internal error: the code generation worker for part {k} "
+                             f"exited with status {self.proc.returncode}"
+                             + (f": {tail[0]}" if tail else "")) from None
+        if not ok:
+            raise AccelError(f"{answer} (code generation part {k})")
+        return answer
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        if exc[0] is not None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.stderr.close()

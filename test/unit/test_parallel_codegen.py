@@ -1,0 +1,220 @@
+"""Parallel code generation (accel.host.codegen): a big module is cut into parts of whole
+functions, compiled in ACCEL_COMPILE_JOBS worker processes, and linked by the JIT; the
+objects are the same bytes whatever the job count, and the program computes what eager does.
+"""
+
+from __future__ import annotations
+
+import accel
+import numpy as np
+import pytest
+import torch
+from accel import phases
+from accel.diagnostics import AccelError
+from accel.host import codegen
+from accel.llvm import archive
+from accel.llvm import engine as llvmx
+from accel.llvm.elf import object_problem
+
+# Six functions: @helper is private and called from two others, @k private and called only
+# by its neighbour, @msg a private constant two functions read.
+MODULE = """\
+@msg = private constant [3 x i8] c"hi\\00"
+@w = external global [4 x float]
+
+define private i64 @helper(i64 %x) {
+  %y = mul i64 %x, 3
+  ret i64 %y
+}
+
+define i64 @a(i64 %x) {
+  %y = call i64 @helper(i64 %x)
+  %p = load i8, ptr @msg
+  %z = zext i8 %p to i64
+  %r = add i64 %y, %z
+  ret i64 %r
+}
+
+define i64 @b(i64 %x) {
+  %y = call i64 @helper(i64 %x)
+  %r = add i64 %y, 1
+  ret i64 %r
+}
+
+define private i64 @k(i64 %x) {
+  %p = load i8, ptr getelementptr (i8, ptr @msg, i64 1)
+  %z = zext i8 %p to i64
+  %r = add i64 %x, %z
+  ret i64 %r
+}
+
+define i64 @c(i64 %x) {
+  %y = call i64 @k(i64 %x)
+  %v = load float, ptr @w
+  %i = fptosi float %v to i64
+  %r = add i64 %y, %i
+  ret i64 %r
+}
+
+define i64 @main(i64 %x) {
+  %a = call i64 @a(i64 %x)
+  %b = call i64 @b(i64 %a)
+  %c = call i64 @c(i64 %b)
+  ret i64 %c
+}
+"""
+
+
+def _printed(text: str) -> str:
+    return str(llvmx.parse(text, "test module"))
+
+
+def _defined(part: str) -> set[str]:
+    return {f.name for f in llvmx.parse(part, "part").functions if not f.is_declaration}
+
+
+def test_parts_define_every_function_once_and_parse_alone() -> None:
+    text = _printed(MODULE)
+    parts = codegen.partition(text, parts=3)
+    assert len(parts) == 3
+    defined = [_defined(p) for p in parts]
+    every = {"helper", "a", "b", "k", "c", "main"}
+    assert set().union(*defined) == every
+    assert sum(len(d) for d in defined) == len(every)  # no function twice
+    owner = next(p for p, d in zip(parts, defined, strict=True) if "helper" in d)
+    callers = {"a", "b"} - next(d for d in defined if "helper" in d)
+    if callers:  # called from another part: external under its own name there
+        assert "define i64 @helper" in owner
+        assert any("declare i64 @helper" in p for p in parts if p is not owner)
+    for part in parts:  # the constant is copied, private, into each part that reads it
+        if "@msg" in part.split("@msg = ", 1)[-1]:
+            assert "@msg = private constant" in part
+
+
+def test_parts_depend_only_on_the_text() -> None:
+    text = _printed(MODULE)
+    assert codegen.partition(text, parts=3) == codegen.partition(text, parts=3)
+    assert codegen.partition(text, parts=1) == [text]
+
+
+@pytest.mark.parametrize("line", [
+    "@state = internal global i64 0",             # writable: one definition only
+    "@0 = private constant i8 1",                 # numbered: renumbering would break
+    "@al = alias i64 (i64), ptr @main",
+])
+def test_modules_that_cannot_be_cut_stay_whole(line: str) -> None:
+    text = _printed(line + "\n" + MODULE)
+    assert codegen.partition(text, parts=3) == [text]
+
+
+def test_small_modules_are_not_cut() -> None:
+    assert codegen.part_count(2 * codegen.LINES_PER_PART - 1) == 1
+    assert codegen.part_count(2 * codegen.LINES_PER_PART) == 2
+    assert codegen.part_count(10**9) == codegen.MAX_PARTS
+
+
+def test_cut_module_objects_link_and_run() -> None:
+    cpu, features = llvmx.host_cpu()
+    parts = codegen.partition(_printed(MODULE), parts=3)
+    serial = codegen.emit_objects(parts, 2, cpu, features, jobs=1)
+    parallel = codegen.emit_objects(parts, 2, cpu, features, jobs=3)
+    assert serial == parallel  # the same bytes whatever the job count
+    blob = archive.bundle(serial)
+    assert archive.is_archive(blob) and archive.members(blob) == serial
+    assert object_problem(blob) is None
+
+
+@pytest.mark.parametrize("raw", ["0", "-2", "many"])
+def test_bad_job_count_is_one_line(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv(codegen.JOBS_ENV, raw)
+    with pytest.raises(AccelError, match=r"^ACCEL_COMPILE_JOBS=.*expected a positive number"):
+        codegen.compile_jobs()
+
+
+def test_a_failing_worker_is_an_error_not_a_crash() -> None:
+    cpu, features = llvmx.host_cpu()
+    with pytest.raises(AccelError, match=r"llvmlite rejected the code generation partition.*"
+                                         r"\(code generation part 1\)"):
+        codegen.emit_objects(["define void @f() {\n  ret void\n}", "define void @g( {"], 1,
+                             cpu, features, jobs=2)
+
+
+def test_damaged_archive_is_refused() -> None:
+    cpu, features = llvmx.host_cpu()
+    objs = codegen.emit_objects(codegen.partition(_printed(MODULE), parts=2), 1, cpu,
+                                features, jobs=1)
+    blob = archive.bundle(objs)
+    assert "runs past the end" in object_problem(blob[:-100])
+    assert object_problem(blob[:70] + b"\0" * 8 + blob[78:]).startswith("archive member 0")
+
+
+class _Cnn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def _compile(monkeypatch: pytest.MonkeyPatch, jobs: str, model: torch.nn.Module,
+             x: torch.Tensor, cache_dir: str | None = None) -> tuple[object, phases.Recorder]:
+    monkeypatch.setenv(codegen.JOBS_ENV, jobs)
+    # Cut even this small model (~1000 lines) into several parts.
+    monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    options = {"cache": cache_dir is not None, "opt_level": 1}
+    if cache_dir is not None:
+        monkeypatch.setenv("ACCEL_CACHE_DIR", cache_dir)
+    with phases.recording(keep_ir=False, want_object=True) as rec:
+        fn = accel.compile(model, (x,), options=options)
+    return fn, rec
+
+
+def test_cut_model_matches_eager_and_jobs_give_the_same_bytes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    torch.manual_seed(0)
+    model, x = _Cnn().eval(), torch.randn(2, 3, 8, 8)
+    fn1, rec1 = _compile(monkeypatch, "1", model, x)
+    fn2, rec2 = _compile(monkeypatch, "2", model, x, cache_dir=str(tmp_path))
+    obj1, obj2 = rec1.object_code or b"", rec2.object_code or b""
+    assert archive.is_archive(obj1) and len(archive.members(obj1)) >= 2
+    assert obj1 == obj2
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(fn1(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fn2(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    # The cache keeps the archive and links it again without compiling.
+    fn3, rec3 = _compile(monkeypatch, "2", model, x, cache_dir=str(tmp_path))
+    assert rec3.cache_hit and not rec2.cache_hit
+    np.testing.assert_allclose(fn3(x).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_cut_train_step_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile_train_step's forward, backward and optimizer graphs cut and compiled by two
+    workers: two SGD-momentum steps of the BatchNorm CNN match eager's (rtol 1e-4)."""
+    import copy
+
+    from training_models import OPTIMIZERS, classify, cnn, image_batch
+
+    monkeypatch.setenv(codegen.JOBS_ENV, "2")
+    monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    torch.manual_seed(0)
+    model = cnn()
+    eager = copy.deepcopy(model)
+    opt, eager_opt = (OPTIMIZERS["sgd"](m.parameters()) for m in (model, eager))
+    with phases.recording(keep_ir=False, want_object=True) as rec:
+        step = accel.compile_train_step(model, classify, opt, image_batch(0),
+                                        options={"cache": False})
+    assert archive.is_archive(rec.object_code or b"")
+    for i in range(2):
+        batch = image_batch(i)
+        got = step(*batch)
+        eager_opt.zero_grad()
+        want = classify(eager, *batch)
+        want.backward()
+        eager_opt.step()
+        assert abs(float(got) - want.item()) <= 1e-4 * abs(want.item())
+    for (name, p), q in zip(model.state_dict().items(), eager.state_dict().values(),
+                            strict=True):
+        scale = max(float(q.double().abs().max()), 1e-6)
+        assert float((p.double() - q.double()).abs().max()) <= 1e-4 * scale, name
