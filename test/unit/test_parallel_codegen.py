@@ -218,3 +218,32 @@ def test_cut_train_step_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
                             strict=True):
         scale = max(float(q.double().abs().max()), 1e-6)
         assert float((p.double() - q.double()).abs().max()) <= 1e-4 * scale, name
+
+
+def test_ptxas_runs_in_parallel_and_names_the_first_refused_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_ptx runs ptxas ACCEL_COMPILE_JOBS at a time; a refusal is one AccelError
+    naming the first refused module in module order."""
+    from accel.targets.nvgpu import toolkit
+    from accel.targets.nvgpu.compile import verify_ptx
+
+    if toolkit.ptxas_path() is None:
+        pytest.skip("no ptxas (nvidia-cuda-nvcc) installed")
+    good = (".version 8.0\n.target sm_90\n.address_size 64\n"
+            ".visible .entry k() {\n  ret;\n}\n")
+
+    class Exe:
+        arch = "sm_90"
+
+        def __init__(self, modules: dict[str, str]) -> None:
+            self.modules = modules
+
+        def ptx_modules(self) -> dict[str, str]:
+            return self.modules
+
+    monkeypatch.setenv(codegen.JOBS_ENV, "3")
+    verify_ptx(Exe({f"m{i}": good for i in range(5)}))
+    bad = {"m0": good, "m1": good.replace("ret;", "bogus;"), "m2": good,
+           "m3": good.replace("ret;", "bogus2;")}
+    with pytest.raises(AccelError, match=r"rejected the PTX of m1: "):
+        verify_ptx(Exe(bad))
