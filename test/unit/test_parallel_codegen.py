@@ -113,7 +113,13 @@ def test_small_modules_are_not_cut() -> None:
     assert codegen.part_count(10**9) == codegen.MAX_PARTS
 
 
-def test_cut_module_objects_link_and_run() -> None:
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes even for these small modules."""
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
+
+
+def test_cut_module_objects_link_and_run(workers: None) -> None:
     cpu, features = llvmx.host_cpu()
     parts = codegen.partition(_printed(MODULE), parts=3)
     serial = codegen.emit_objects(parts, 2, cpu, features, jobs=1)
@@ -131,12 +137,23 @@ def test_bad_job_count_is_one_line(monkeypatch: pytest.MonkeyPatch, raw: str) ->
         codegen.compile_jobs()
 
 
-def test_a_failing_worker_is_an_error_not_a_crash() -> None:
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_part_is_one_error_line(workers: None, jobs: int) -> None:
     cpu, features = llvmx.host_cpu()
     with pytest.raises(AccelError, match=r"llvmlite rejected the code generation partition.*"
-                                         r"\(code generation part 1\)"):
+                                         r"\(code generation part 1\)$"):
         codegen.emit_objects(["define void @f() {\n  ret void\n}", "define void @g( {"], 1,
-                             cpu, features, jobs=2)
+                             cpu, features, jobs=jobs)
+
+
+def test_a_dying_worker_is_an_error_not_a_hang(workers: None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codegen.sys, "executable", "/bin/false")
+    cpu, features = llvmx.host_cpu()
+    with pytest.raises(AccelError, match=r"^internal error: the compile worker for code "
+                                         r"generation part \d exited with status 1"):
+        codegen.emit_objects(["define void @f() {\n  ret void\n}"] * 2, 1, cpu, features,
+                             jobs=2)
 
 
 def test_damaged_archive_is_refused() -> None:
@@ -161,8 +178,9 @@ class _Cnn(torch.nn.Module):
 def _compile(monkeypatch: pytest.MonkeyPatch, jobs: str, model: torch.nn.Module,
              x: torch.Tensor, cache_dir: str | None = None) -> tuple[object, phases.Recorder]:
     monkeypatch.setenv(codegen.JOBS_ENV, jobs)
-    # Cut even this small model (~1000 lines) into several parts.
+    # Cut even this small model (~1000 lines) into several parts, for worker processes.
     monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
     options = {"cache": cache_dir is not None, "opt_level": 1}
     if cache_dir is not None:
         monkeypatch.setenv("ACCEL_CACHE_DIR", cache_dir)
@@ -198,6 +216,7 @@ def test_cut_train_step_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv(codegen.JOBS_ENV, "2")
     monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
     torch.manual_seed(0)
     model = cnn()
     eager = copy.deepcopy(model)
@@ -247,3 +266,26 @@ def test_ptxas_runs_in_parallel_and_names_the_first_refused_module(
            "m3": good.replace("ret;", "bogus2;")}
     with pytest.raises(AccelError, match=r"rejected the PTX of m1: "):
         verify_ptx(Exe(bad))
+
+
+def test_gpu_kernels_ptx_from_workers_is_the_same(workers: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nvgpu target emits its kernels' PTX in worker processes: the same text as one
+    after another here, and every kernel keeps its own module's PTX."""
+    from accel.frontend.torch_import import import_program
+    from accel.settings import merge as resolve
+    from accel.targets import get as get_target
+
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 8), torch.nn.Softmax(-1)).eval()
+    program = import_program(model, (torch.randn(4, 32),), func_name="main")
+    text, weights = program.module.operation.get_asm(), dict(program.weights)
+    opts = resolve({"target": "nvgpu", "device": "sm_90", "cache": False})
+    ptx = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv(codegen.JOBS_ENV, jobs)
+        exe = get_target("nvgpu").compile(text, opts, weights=weights)
+        ptx[jobs] = {name: k.ptx for name, k in exe.kernels.items()}
+    assert len(ptx["1"]) >= 2 and ptx["1"] == ptx["2"]
+    for name, text_ in ptx["2"].items():
+        assert f".entry {name.split('.', 1)[1]}(" in text_

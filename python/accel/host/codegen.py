@@ -8,7 +8,7 @@ functions are independent once each is compiled (they call each other through sy
 so `partition` cuts the printed module into parts of whole functions, each a module of its
 own (the functions it defines; declarations of those it calls elsewhere; the constants it
 reads, copied), and `emit_objects` compiles them in `ACCEL_COMPILE_JOBS` worker processes
-(`accel.llvm.worker`; default: every core this process may use).
+(`accel.host.worker` through `parallel_map`; default: every core this process may use).
 
 Deterministic: how a module is cut depends only on its text (`part_count`, never on the
 job count), and each part's object only on the part, so the objects are the same bytes
@@ -33,15 +33,19 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from accel.diagnostics import AccelError
-from accel.llvm import worker
+from accel.host import worker
 
 #: Lines of printed IR per part; a module of fewer than twice this stays whole.
 LINES_PER_PART = 12_000
 #: At most this many parts (each pays a parse and a target machine).
 MAX_PARTS = 16
 JOBS_ENV = "ACCEL_COMPILE_JOBS"
+#: Less IR than this (characters, all calls together) is compiled here: starting a worker
+#: (~0.2 s: an interpreter, llvmlite) costs more than it saves.
+PARALLEL_MIN_CHARS = 500_000
 
 _NAME = r'(?:"(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*|[0-9]+)'
 _REF = re.compile(r"@(" + _NAME + r")")
@@ -209,11 +213,31 @@ def emit_objects(parts: Sequence[str], opt_level: int, cpu: str, features: str,
                  jobs: int | None = None) -> list[bytes]:
     """Object code of each part, in order, compiled by up to `jobs` worker processes
     (default `compile_jobs()`; 1: here, one after another)."""
+    return parallel_map("accel.host.worker:compile_part",
+                        [(p, opt_level, cpu, features) for p in parts], jobs,
+                        what="code generation part")
+
+
+def parallel_map(function: str, calls: Sequence[tuple[Any, ...]], jobs: int | None = None, *,
+                 what: str = "compile job") -> list[Any]:
+    """`function` ("module:function", one of `worker.CALLABLE`) applied to each argument
+    tuple of `calls`, by up to `jobs` worker processes (default `compile_jobs()`; 1, a
+    single call or less than `PARALLEL_MIN_CHARS` of IR: here), results in the order of
+    `calls`. The biggest calls (by the length of
+    their first argument, the IR) go first. An `AccelError` in a call is raised here with
+    `what` and the call's index."""
     jobs = compile_jobs() if jobs is None else jobs
-    if jobs <= 1 or len(parts) == 1 or not sys.executable:
-        return [worker.compile_part(p, opt_level, cpu, features) for p in parts]
-    results: list[bytes | None] = [None] * len(parts)
-    order = sorted(range(len(parts)), key=lambda k: -len(parts[k]))  # largest first
+    size = sum(len(str(args[0])) for args in calls if args)
+    if jobs <= 1 or len(calls) <= 1 or size < PARALLEL_MIN_CHARS or not sys.executable:
+        results = []
+        for k, args in enumerate(calls):
+            try:
+                results.append(worker.call(function, args))
+            except AccelError as err:
+                raise AccelError(f"{err} ({what} {k})") from None
+        return results
+    found: list[Any] = [None] * len(calls)
+    order = sorted(range(len(calls)), key=lambda k: -len(str(calls[k][0])))
     lock = threading.Lock()
 
     def serve() -> None:
@@ -223,17 +247,17 @@ def emit_objects(parts: Sequence[str], opt_level: int, cpu: str, features: str,
                     if not order:
                         return
                     k = order.pop(0)
-                results[k] = w.compile(parts[k], opt_level, cpu, features, k)
+                found[k] = w.call(function, calls[k], f"{what} {k}")
 
-    workers = min(jobs, len(parts))
+    workers = min(jobs, len(calls))
     with ThreadPoolExecutor(workers) as pool:
         for future in [pool.submit(serve) for _ in range(workers)]:
             future.result()
-    return [obj for obj in results if obj is not None]
+    return found
 
 
 class _Worker:
-    """One `accel.llvm.worker` process (stderr to a temporary file: read after a failure)."""
+    """One `accel.host.worker` process (stderr to a temporary file: read after a failure)."""
 
     def __enter__(self) -> _Worker:
         import accel
@@ -242,27 +266,26 @@ class _Worker:
         root = os.path.dirname(os.path.dirname(os.path.abspath(accel.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "accel.llvm.worker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "accel.host.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, env=env)
         return self
 
-    def compile(self, part: str, opt_level: int, cpu: str, features: str, k: int) -> bytes:
+    def call(self, function: str, args: tuple[Any, ...], what: str) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
-            pickle.dump((part, opt_level, cpu, features), self.proc.stdin,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((function, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.proc.stdin.flush()
             ok, answer = pickle.load(self.proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError):
             self.proc.wait()
             self.stderr.seek(0)
             tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
-            raise AccelError(f"internal error: the code generation worker for part {k} "
-                             f"exited with status {self.proc.returncode}"
+            raise AccelError(f"internal error: the compile worker for {what} exited with "
+                             f"status {self.proc.returncode}"
                              + (f": {tail[0]}" if tail else "")) from None
         if not ok:
-            raise AccelError(f"{answer} (code generation part {k})")
+            raise AccelError(f"{answer} ({what})")
         return answer
 
     def __exit__(self, *exc: object) -> None:

@@ -32,7 +32,6 @@ from accel.ir import (
 from accel.targets.nvgpu import pipelines, toolkit
 from accel.targets.nvgpu.executable import GpuExecutable, Kernel
 from accel.targets.nvgpu.program import HostOnly, Program, read_program
-from accel.targets.nvgpu.ptx import emit_ptx
 
 log = logging.getLogger("accel.nvgpu")
 
@@ -165,8 +164,12 @@ def _programs(module: Module) -> dict[str, Program]:
 
 
 def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
-    """PTX of every gpu.module; each kernel is "module.entry"."""
-    kernels: dict[str, Kernel] = {}
+    """PTX of every gpu.module; each kernel is "module.entry". The modules' LLVM IR is
+    translated here (MLIR); their PTX is emitted by `ACCEL_COMPILE_JOBS` worker processes
+    (LLVM's NVPTX backend, libdevice linked: most of the time of a model's kernels)."""
+    from accel.host.codegen import parallel_map
+
+    translated: list[tuple[str, str, list[str]]] = []
     for op in module.body.operations:
         op = op.operation
         if op.name != "gpu.module":
@@ -181,9 +184,14 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
         except MLIRError as err:
             raise from_mlir_error(err, f"<kernel {name}>",
                                   context="translation to LLVM IR") from None
-        with phases.phase("ptx"):
-            ptx_text = emit_ptx(llvm_ir, arch, max(opt_level, 1), what=f"kernel {name}")
-        for entry in _entries(op):
+        translated.append((name, llvm_ir, _entries(op)))
+    with phases.phase("ptx"):
+        ptx = parallel_map("accel.targets.nvgpu.ptx:emit_ptx",
+                           [(llvm_ir, arch, max(opt_level, 1), f"kernel {name}")
+                            for name, llvm_ir, _ in translated], what="GPU kernel")
+    kernels: dict[str, Kernel] = {}
+    for (name, _, entries), ptx_text in zip(translated, ptx, strict=True):
+        for entry in entries:
             kernels[f"{name}.{entry}"] = Kernel(name, entry, ptx_text)
     return kernels
 

@@ -76,7 +76,7 @@ def kernel_names(llvm_ir: str) -> list[str]:
     return re.findall(r"^define\s+ptx_kernel\s+void\s+@\"?([\w.$]+)\"?", llvm_ir, re.M)
 
 
-def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, *, what: str = "kernel") -> str:
+def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, what: str = "kernel") -> str:
     """PTX for the kernels of `llvm_ir` (MLIR's translation of one gpu.module) on `arch`.
 
     Unresolved function declarations are an error here, not a driver failure later."""
