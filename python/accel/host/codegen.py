@@ -23,6 +23,7 @@ with writable globals, aliases or unnamed (numbered) globals is not cut.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import re
@@ -256,6 +257,17 @@ def parallel_map(function: str, calls: Sequence[tuple[Any, ...]], jobs: int | No
     return found
 
 
+#: Worker processes alive now: killed when the interpreter exits (after a Ctrl-C the
+#: compile thread is abandoned, and its workers must not outlive the process).
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+@atexit.register
+def _kill_live() -> None:
+    for proc in list(_LIVE):
+        proc.kill()
+
+
 class _Worker:
     """One `accel.host.worker` process (stderr to a temporary file: read after a failure)."""
 
@@ -269,6 +281,7 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", "accel.host.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, env=env)
+        _LIVE.add(self.proc)
         return self
 
     def call(self, function: str, args: tuple[Any, ...], what: str) -> Any:
@@ -297,6 +310,7 @@ class _Worker:
         if exc[0] is not None:
             self.proc.kill()
         self.proc.wait()
+        _LIVE.discard(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.stderr.close()
