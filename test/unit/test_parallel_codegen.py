@@ -5,6 +5,8 @@ objects are the same bytes whatever the job count, and the program computes what
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import accel
 import numpy as np
 import pytest
@@ -289,3 +291,44 @@ def test_gpu_kernels_ptx_from_workers_is_the_same(workers: None,
     assert len(ptx["1"]) >= 2 and ptx["1"] == ptx["2"]
     for name, text_ in ptx["2"].items():
         assert f".entry {name.split('.', 1)[1]}(" in text_
+
+
+CNN_PY = """
+import torch
+
+def get_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10)).eval()
+    return model, (torch.randn(2, 3, 8, 8),)
+"""
+
+
+def test_accel_compile_folder_keeps_the_parts_as_an_archive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """accel-compile of a model cut into parts: `<pef-name>.a` and `module.o` hold the
+    parts' objects as one archive, and accel.load links it and matches eager."""
+    from accel.cli import run_main
+    from accel.tools.accel_compile import main
+
+    (tmp_path / "cnn.py").write_text(CNN_PY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(codegen.JOBS_ENV, "2")
+    monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
+    assert run_main(main, ["cnn.py", "--inference", "--pef-name", "cnn", "-o1",
+                           "--output-folder", "out"]) == 0
+    out = tmp_path / "out"
+    assert not (out / "cnn.o").exists()
+    assert archive.is_archive((out / "cnn.a").read_bytes())
+    assert archive.is_archive((out / "module.o").read_bytes())
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cnn_model", tmp_path / "cnn.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, (x,) = module.get_model()
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(accel.load(out)(x).numpy(), want, rtol=1e-5, atol=1e-5)
