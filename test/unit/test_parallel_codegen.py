@@ -273,22 +273,35 @@ def test_ptxas_runs_in_parallel_and_names_the_first_refused_module(
 def test_gpu_kernels_ptx_from_workers_is_the_same(workers: None,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The nvgpu target emits its kernels' PTX in worker processes: the same text as one
-    after another here, and every kernel keeps its own module's PTX."""
+    after another here, every kernel keeps its own module's PTX, and the repeated layer's
+    kernels share one emission (same LLVM IR, same PTX)."""
     from accel.frontend.torch_import import import_program
     from accel.settings import merge as resolve
     from accel.targets import get as get_target
 
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(),
-                                torch.nn.Linear(64, 8), torch.nn.Softmax(-1)).eval()
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 8), torch.nn.Softmax(-1)).eval()
     program = import_program(model, (torch.randn(4, 32),), func_name="main")
     text, weights = program.module.operation.get_asm(), dict(program.weights)
     opts = resolve({"target": "nvgpu", "device": "sm_90", "cache": False})
+    emitted: list[int] = []
+    real_map = codegen.parallel_map
+
+    def counting_map(function: str, calls: list[tuple[object, ...]], *args: object,
+                     **kwargs: object) -> list[object]:
+        emitted.append(len(calls))
+        return real_map(function, calls, *args, **kwargs)
+
+    monkeypatch.setattr(codegen, "parallel_map", counting_map)
     ptx = {}
     for jobs in ("1", "2"):
         monkeypatch.setenv(codegen.JOBS_ENV, jobs)
         exe = get_target("nvgpu").compile(text, opts, weights=weights)
         ptx[jobs] = {name: k.ptx for name, k in exe.kernels.items()}
     assert len(ptx["1"]) >= 2 and ptx["1"] == ptx["2"]
+    modules = {name.split(".", 1)[0] for name in ptx["1"]}
+    assert emitted[0] == len(set(ptx["1"].values())) < len(modules)  # layer 2's are layer 1's
     for name, text_ in ptx["2"].items():
         assert f".entry {name.split('.', 1)[1]}(" in text_
 

@@ -185,14 +185,21 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
             raise from_mlir_error(err, f"<kernel {name}>",
                                   context="translation to LLVM IR") from None
         translated.append((name, llvm_ir, _entries(op)))
+    # Repeated layers give gpu.modules of the same LLVM IR (each kernel is `main_kernel` in
+    # its own module): the PTX of each distinct text is emitted once (tiny GPT-2: 88
+    # modules, 37 texts).
+    first: dict[str, str] = {}
+    for name, llvm_ir, _ in translated:
+        first.setdefault(llvm_ir, name)
     with phases.phase("ptx"):
         ptx = parallel_map("accel.targets.nvgpu.ptx:emit_ptx",
                            [(llvm_ir, arch, max(opt_level, 1), f"kernel {name}")
-                            for name, llvm_ir, _ in translated], what="GPU kernel")
+                            for llvm_ir, name in first.items()], what="GPU kernel")
+    by_text = dict(zip(first, ptx, strict=True))
     kernels: dict[str, Kernel] = {}
-    for (name, _, entries), ptx_text in zip(translated, ptx, strict=True):
+    for name, llvm_ir, entries in translated:
         for entry in entries:
-            kernels[f"{name}.{entry}"] = Kernel(name, entry, ptx_text)
+            kernels[f"{name}.{entry}"] = Kernel(name, entry, by_text[llvm_ir])
     return kernels
 
 
