@@ -252,13 +252,16 @@ def verify_ptx(exe: GpuExecutable) -> None:
     """ptxas -arch=<exe.arch> on every PTX module of `exe` (AccelError if one is refused).
 
     The ptxas processes run `ACCEL_COMPILE_JOBS` at a time (GPT-2 small: ~100 modules,
-    34 s one after another); a refusal names the first refused module in module order,
-    whatever the job count."""
+    34 s one after another), once per distinct PTX text; a refusal names the first refused
+    module in module order, whatever the job count."""
     from concurrent.futures import ThreadPoolExecutor
 
     from accel.host.codegen import compile_jobs
 
-    modules = list(exe.ptx_modules().items())
+    first: dict[str, str] = {}  # repeated layers' modules share their PTX: checked once
+    for module, text in exe.ptx_modules().items():
+        first.setdefault(text, module)
+    modules = [(module, text) for text, module in first.items()]
     with ThreadPoolExecutor(max(1, min(compile_jobs(), len(modules)))) as pool:
         futures = [pool.submit(toolkit.ptxas_check, text, exe.arch, name=module)
                    for module, text in modules]
