@@ -24,6 +24,7 @@ from accel.diagnostics import AccelError, from_mlir_error
 from accel.host import signatures as abi
 from accel.host.pipelines import pipeline_text
 from accel.ir import (
+    InsertionPoint,
     MLIRError,
     Module,
     Operation,
@@ -176,9 +177,8 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
             continue
         name = str(op.attributes["sym_name"]).strip('"')
         _check_lowered(op, name)
-        body = "\n".join(str(o) for o in op.regions[0].blocks[0].operations)
         try:
-            kernel_module = Module.parse("module {\n" + body + "\n}")
+            kernel_module = _kernel_module(op)
             with phases.phase("llvm-ir"):
                 llvm_ir = llvm.translate_module_to_llvmir(kernel_module.operation)
         except MLIRError as err:
@@ -201,6 +201,17 @@ def _kernels(module: Module, arch: str, opt_level: int) -> dict[str, Kernel]:
         for entry in entries:
             kernels[f"{name}.{entry}"] = Kernel(name, entry, by_text[llvm_ir])
     return kernels
+
+
+def _kernel_module(gpu_module: Operation) -> Module:
+    """A builtin.module of copies of `gpu_module`'s ops (what the translation to LLVM IR
+    takes), cloned: printing and parsing each kernel cost more than translating it."""
+    with gpu_module.context, gpu_module.location:
+        kernel_module = Module.create()
+        with InsertionPoint(kernel_module.body):
+            for child in gpu_module.regions[0].blocks[0].operations:
+                child.operation.clone()
+    return kernel_module
 
 
 #: Dialects a kernel may hold when it is translated to LLVM IR. Anything else makes the
