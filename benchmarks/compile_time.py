@@ -43,13 +43,16 @@ RESULTS = os.path.join(HERE, "results", "compile_time")
 GPT2_LAYERS = (2, 6, 12)
 
 #: name -> (kind, builder arguments). kind: "gpt2" (layers, width), "bert", "resnet"
-#: (width, batch, image), "resnet_train" (width, batch, image).
+#: (width, batch, image), "resnet_train" (width, batch, image); "resnet50", "resnet50_train"
+#: the same for ResNet-50 (bottleneck blocks [3, 4, 6, 3]).
 WORKLOADS: dict[str, tuple[str, tuple[int, ...]]] = {
     "gpt2-tiny": ("gpt2", (2, 64)),
     **{f"gpt2-{n}": ("gpt2", (n, 128)) for n in GPT2_LAYERS},
     "bert": ("bert", (4, 256)),
     "resnet18": ("resnet", (64, 1, 224)),
     "resnet18-train": ("resnet_train", (16, 8, 64)),
+    "resnet50-w16": ("resnet50", (16, 1, 64)),
+    "resnet50-train": ("resnet50_train", (16, 8, 64)),
 }
 QUICK = ["gpt2-2", "gpt2-6", "resnet18-w16"]
 QUICK_EXTRA = {"resnet18-w16": ("resnet", (16, 1, 64))}
@@ -82,12 +85,14 @@ def _build(kind: str, args: tuple[int, ...]) -> tuple[Any, tuple[Any, ...], Any,
                                       vocab_size=30522, attn_implementation="eager")
         model = _Logits(transformers.BertModel(cfg).eval()).eval()
         return model, (torch.randint(0, 30522, (1, 128)),), None, None
-    from zoo_models import BasicBlock, ResNet
+    from zoo_models import BasicBlock, Bottleneck, ResNet
 
     width, batch, image = args
-    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10, width=width)
+    model = ResNet(Bottleneck, [3, 4, 6, 3], num_classes=10, width=width) \
+        if kind.startswith("resnet50") else \
+        ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10, width=width)
     x = torch.randn(batch, 3, image, image, generator=torch.Generator().manual_seed(1))
-    if kind == "resnet":
+    if kind in ("resnet", "resnet50"):
         return model.eval(), (x,), None, None
     y = torch.arange(batch) % 10
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
