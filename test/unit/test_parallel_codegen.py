@@ -103,10 +103,29 @@ def test_parts_depend_only_on_the_text() -> None:
     "@state = internal global i64 0",             # writable: one definition only
     "@0 = private constant i8 1",                 # numbered: renumbering would break
     "@al = alias i64 (i64), ptr @main",
+    'module asm ".globl extra"',                  # would be assembled into every part
 ])
 def test_modules_that_cannot_be_cut_stay_whole(line: str) -> None:
     text = _printed(line + "\n" + MODULE)
     assert codegen.partition(text, parts=3) == [text]
+
+
+def test_a_constant_naming_a_function_of_another_part() -> None:
+    """A read-only table of function pointers is copied with the table's functions
+    declared (external where they were private), so each part parses and links alone."""
+    text = _printed(MODULE.replace(
+        "define i64 @main(i64 %x) {",
+        "@table = private constant [2 x ptr] [ptr @helper, ptr @k]\n\n"
+        "define i64 @main(i64 %x) {\n  %t = load ptr, ptr @table") )
+    parts = codegen.partition(text, parts=6)
+    main = next(p for p in parts if "define i64 @main" in p)
+    assert "@table = private constant" in main
+    for callee in ("helper", "k"):
+        if f"define private i64 @{callee}" not in main:
+            assert f"declare i64 @{callee}" in main
+    cpu, features = llvmx.host_cpu()
+    objs = codegen.emit_objects(parts, 1, cpu, features, jobs=1)
+    assert object_problem(archive.bundle(objs)) is None
 
 
 def test_small_modules_are_not_cut() -> None:

@@ -133,6 +133,8 @@ def _parse(text: str) -> _Module | None:
                 return None  # writable or special: one definition only
             refs = set(_REF.findall(line[match.end():]))
             globals_[match.group(1)] = (line, refs)
+        elif line.startswith(("module asm", "$")):
+            return None  # inline assembly or comdats: would be defined in every part
         else:
             common.append(line)
         i += 1
@@ -173,6 +175,22 @@ def _declaration(header: str) -> str:
     return "declare " + _DECL_DROPS.sub("", header).removesuffix("{").rstrip()
 
 
+def _needs(module: _Module, names: list[str]) -> tuple[set[str], set[str]]:
+    """(every symbol the functions `names` and the globals they read name, those globals)."""
+    refs: set[str] = set()
+    for name in names:
+        refs |= module.functions[name].refs
+    wanted: set[str] = set()
+    todo = list(refs)
+    while todo:  # globals, and what their initialisers name
+        ref = todo.pop()
+        if ref in module.globals and ref not in wanted:
+            wanted.add(ref)
+            refs |= module.globals[ref][1]
+            todo.extend(module.globals[ref][1])
+    return refs, wanted
+
+
 def partition(text: str, parts: int | None = None) -> list[str]:
     """The parts of the printed module `text` (a list of one: `text` itself, when it is
     small or cannot be cut). `parts`: how many (default: `part_count` of its size)."""
@@ -184,19 +202,12 @@ def partition(text: str, parts: int | None = None) -> list[str]:
         return [text]
     owned = _assign(module, parts)
     owner = {name: k for k, names in enumerate(owned) for name in names}
-    called_across = {ref for name, fn in module.functions.items() for ref in fn.refs
-                     if ref in owner and owner[ref] != owner[name]}
+    needs = [_needs(module, names) for names in owned]
+    called_across = {ref for k, (refs, _) in enumerate(needs) for ref in refs
+                     if ref in owner and owner[ref] != k}
     texts = []
     for k, names in enumerate(owned):
-        refs: set[str] = set()
-        for name in names:
-            refs |= module.functions[name].refs
-        wanted, todo = set(), list(refs)
-        while todo:  # globals, and the globals their initialisers name
-            ref = todo.pop()
-            if ref in module.globals and ref not in wanted:
-                wanted.add(ref)
-                todo.extend(module.globals[ref][1])
+        refs, wanted = needs[k]
         out = list(module.common)
         out += [module.globals[g][0] for g in module.globals if g in wanted]
         out += [_declaration(module.functions[f].lines[0]) for f in sorted(refs)
