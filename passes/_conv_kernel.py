@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
+from accel.passes._pack import emit_transposed_pack
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 
 
@@ -166,13 +167,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.indent += 1
     pf0 = b.mul(fb, b.c(t.fb))
     pfv = b.min(b.c(t.fb), b.sub(b.c(s.f), pf0))
-    b.open_for("%pf", c0, pfv, c1)
-    pf = b.add(pf0, "%pf")
-    b.open_for("%pr", c0, b.c(s.c * taps), c1)
-    pw = b.op(f"memref.load %Wf[{pf}, %pr] : {wf_t}")
-    b.emit(f"memref.store {pw}, %Wp2[%pr, %pf] : {wp2_t}")
-    b.close()
-    b.close()
+    emit_transposed_pack(b, "%Wf", wf_t, "%Wp2", wp2_t, pf0, pfv, s.c * taps)
     b.open_for("%pf", pfv, b.c(t.fb), c1)
     b.open_for("%pr", c0, b.c(s.c * taps), c1)
     b.emit(f"memref.store %zero, %Wp2[%pr, %pf] : {wp2_t}")

@@ -18,9 +18,11 @@
 // CHECK:         memref.alloca() {alignment = 64 : i64} : memref<6x16xf32>
 // CHECK:         %[[WP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32x9x16xf32>
 // CHECK:         %[[WF:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<32x32x3x3xf32> into memref<32x288xf32>
+// The panel is packed in 8 x 8 blocks: 8 row loads, 24 shuffles, 8 column stores.
 // CHECK:         scf.if
-// CHECK:           memref.load %[[WF]]
-// CHECK:           memref.store %{{.*}} : memref<288x16xf32>
+// CHECK-COUNT-8:   vector.load %[[WF]][{{.*}}] : memref<32x288xf32>, vector<8xf32>
+// CHECK-COUNT-24:  vector.shuffle
+// CHECK-COUNT-8:   vector.store %{{.*}} : memref<288x16xf32>, vector<8xf32>
 // CHECK:         scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-COUNT-2: vector.load %[[WP]]{{.*}} : memref<32x9x16xf32>, vector<8xf32>
 // CHECK:           vector.broadcast %{{.*}} : f32 to vector<8xf32>
