@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
-from accel.passes._pack import emit_transposed_pack
+from accel.passes._pack import emit_transposed_pack, transpose8
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 
 
@@ -51,10 +51,19 @@ class ConvTile:
 def choose_conv_tile(spec: ConvSpec, vl: int) -> ConvTile:
     """FV*PT accumulators + FV weight vectors + 1 broadcast in the vector registers (16 with
     AVX2, 32 with AVX-512): two channel vectors when F fills them, else one and more
-    positions; never more positions than the output has."""
+    positions; never more positions than the output has, and up to 2 fewer where that
+    wastes less of the last, overlapping tile (ResNet's 7x7 maps: PT = 5, 50 for 49)."""
     regs = 32 if vl >= 16 else 16
     fv = 2 if spec.f > vl else 1
-    pt = min((regs - fv - 1) // fv, 14, spec.oh * spec.ow)
+    p = spec.oh * spec.ow
+    most = min((regs - fv - 1) // fv, 14, p)
+
+    def cost(pt: int) -> float:
+        # Positions computed (the last tile overlaps: 7x7 maps with PT = 6 compute 54 of
+        # 49) times the loads per FMA (FV + PT loads per FV*PT FMAs), weighted by half.
+        return _ceil(p, pt) * pt * (1 + 0.5 * (fv + pt) / (fv * pt))
+
+    pt = min(range(max(1, most - 2), most + 1), key=lambda pt: (cost(pt), -pt))
     return ConvTile(vl=vl, fv=fv, pt=pt)
 
 
@@ -88,12 +97,71 @@ def conv_items(spec: ConvSpec, tile: ConvTile) -> int:
     return spec.n * _ceil(spec.f, tile.fb) * _ceil(_ceil(spec.oh * spec.ow, tile.pt), tg)
 
 
+def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str, p0: str,
+                skip: str, not_last: str, *, store: bool) -> None:
+    """The tile's accumulators `res` into O (`=` with `store`, else `+=`).
+
+    With 8 lanes and PT <= 8, a tile followed by another of its item (the same thread,
+    later) and 8 positions left in the map goes through registers: per filter vector, an
+    8 x 8 transpose of its PT accumulators (zeros for the rest) gives each filter's PT
+    outputs as one vector, written (or added) as 8 floats; lanes PT.. write zeros (or add
+    zeros) to the next tile's first positions, which that tile then writes itself. Every
+    other tile (the last of an item, the map's overlapping last tile) goes through the
+    PT x FB scratch tile, one element at a time.
+    """
+    c0, c1 = b.c(0), b.c(1)
+    tl_t, of_t = f"memref<{t.pt}x{t.fb}xf32>", f"memref<{s.n}x{s.f}x{s.oh * s.ow}xf32>"
+    f32v = f"vector<{t.vl}xf32>"
+    f0 = b.mul(fb, b.c(t.fb))
+    vector = t.vl == 8 and t.pt <= 8
+    if vector:
+        fits = b.cmp("ule", b.add(p0, b.c(8)), b.c(s.oh * s.ow))
+        b.emit(f"scf.if {b.op(f'arith.andi {not_last}, {fits} : i1')} {{")
+        b.indent += 1
+        for v in range(t.fv):
+            rows = [f"{res}#{v * t.pt + j}" for j in range(t.pt)] + ["%zv"] * (8 - t.pt)
+            for k, col in enumerate(transpose8(b, rows)):
+                f = b.add(f0, b.c(v * 8 + k))
+                if s.f % t.fb:
+                    b.emit(f"scf.if {b.cmp('ult', f, b.c(s.f))} {{")
+                    b.indent += 1
+                if not store:
+                    old = b.op(f"vector.load %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
+                    col = b.op(f"arith.addf {old}, {col} : {f32v}")
+                b.emit(f"vector.store {col}, %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
+                if s.f % t.fb:
+                    b.close()
+        b.close(" else {")
+        b.indent += 1
+    for v in range(t.fv):
+        for j in range(t.pt):
+            b.emit(f"vector.store {res}#{v * t.pt + j}, %T[{b.c(j)}, {b.c(v * t.vl)}] : "
+                   f"{tl_t}, {f32v}")
+    fvalid = b.min(b.c(t.fb), b.sub(b.c(s.f), f0))
+    b.open_for("%fl", c0, fvalid, c1)
+    fo = b.add(f0, "%fl")
+    b.open_for("%j", skip, b.c(t.pt), c1)
+    po = b.add(p0, "%j")
+    if store:
+        b.emit(f"memref.store {b.op(f'memref.load %T[%j, %fl] : {tl_t}')}, "
+               f"%Of[{n}, {fo}, {po}] : {of_t}")
+    else:
+        b.add_into(f"%Of[{n}, {fo}, {po}] : {of_t}", f"%T[%j, %fl] : {tl_t}")
+    b.close()
+    b.close()
+    if vector:
+        b.close()
+
+
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
-                       parallel: bool = False, dealloc: bool = False) -> str:
+                       parallel: bool = False, dealloc: bool = False,
+                       store: bool = False) -> str:
     """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
     its items run through `accel_parallel_for` (the text then declares it, to verify on
     its own). The packed panel of one filter block (per body call: per thread) is a
-    `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline."""
+    `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline. With
+    `store` the kernel writes O (`O = conv`: the caller dropped a zero fill of O) instead
+    of adding into it; that needs one channel block (`CHANNEL_BLOCK_BYTES` off)."""
     s, t = spec, tile
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
@@ -101,6 +169,8 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     p = s.oh * s.ow
     ntiles = _ceil(p, t.pt)
     cb, tg, unroll = conv_blocking(s, t)
+    if store and cb < s.c:
+        raise ValueError("store needs one channel block: later blocks add into O")
     ngroups = _ceil(ntiles, tg)
     items = s.n * fblocks * ngroups
     wp_t = f"memref<{s.c}x{taps}x{t.fb}xf32>"
@@ -215,19 +285,8 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.emit(f"scf.yield {', '.join(cur[v, j] for v in range(t.fv) for j in range(t.pt))} : "
            f"{types}")
     b.close()
-    for v in range(t.fv):
-        for j in range(t.pt):
-            b.emit(f"vector.store {res}#{v * t.pt + j}, %T[{b.c(j)}, {b.c(v * t.vl)}] : "
-                   f"{tl_t}, {f32v}")
-    f0 = b.mul(fb, b.c(t.fb))
-    fvalid = b.min(b.c(t.fb), b.sub(b.c(s.f), f0))
-    b.open_for("%fl", c0, fvalid, c1)
-    fo = b.add(f0, "%fl")
-    b.open_for("%j", skip, b.c(t.pt), c1)
-    po = b.add(p0, "%j")
-    b.add_into(f"%Of[{n}, {fo}, {po}] : {of_t}", f"%T[%j, %fl] : {tl_t}")
-    b.close()
-    b.close()
+    _write_back(b, s, t, res, n, fb, p0, skip, b.cmp("ult", b.add("%tt", c1), t_hi),
+                store=store)
     b.close()
     b.close()
     if cb < s.c:

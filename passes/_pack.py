@@ -23,7 +23,7 @@ _P20 = [0, 1, 2, 3, 8, 9, 10, 11]  # permute2f128 imm 0x20: both low halves
 _P31 = [4, 5, 6, 7, 12, 13, 14, 15]  # imm 0x31: both high halves
 
 
-def _transpose8(b: _Emitter, rows: list[str]) -> list[str]:
+def transpose8(b: _Emitter, rows: list[str]) -> list[str]:
     """The 8 columns of the 8 x 8 block whose rows are `rows` (vector<8xf32> values)."""
     v8 = "vector<8xf32>, vector<8xf32>"
 
@@ -52,7 +52,7 @@ def emit_transposed_pack(b: _Emitter, src: str, src_t: str, dst: str, dst_t: str
         b.open_for("%pk_r", c0, b.c(cols8), c8)
         rows = [b.op(f"vector.load {src}[{b.add(srow, b.c(i)) if i else srow}, %pk_r] : "
                      f"{src_t}, vector<8xf32>", "row") for i in range(8)]
-        for k, col in enumerate(_transpose8(b, rows)):
+        for k, col in enumerate(transpose8(b, rows)):
             r = b.add("%pk_r", b.c(k)) if k else "%pk_r"
             b.emit(f"vector.store {col}, {dst}[{r}, %pk_f] : {dst_t}, vector<8xf32>")
         b.close()

@@ -33,8 +33,14 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from accel.ir import Operation, ir
-from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
+from accel.passes._conv_kernel import (
+    choose_conv_tile,
+    conv_blocking,
+    conv_items,
+    render_direct_conv,
+)
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
+from accel.passes._gemm_epilogue import _is_fresh, _owner, _position, _zero_fill
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
 from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.matmul_microkernel import (
@@ -87,6 +93,29 @@ def _uncollapsed_weight(op: Operation, spec: DepthwiseSpec) -> ir.Value | None:
     if t is None or not _row_major(t) or list(t.shape) != [spec.c, 1, spec.kh, spec.kw]:
         return None
     return source
+
+
+def _zero_fill_before(op: Operation) -> Operation | None:
+    """The `linalg.fill` of 0.0 into the conv's output that only initialises it (a fresh
+    allocation in the conv's block, filled before the conv and used by nothing between the
+    two), or None: the kernel then writes O instead of adding into zeros, and the fill (a
+    pass over the whole output) goes."""
+    out = op.operands[2]
+    if not _is_fresh(out) or _owner(out).block != op.block:
+        return None
+    users = [u.owner.operation for u in out.uses]
+    fills = [u for u in users if u.name == "linalg.fill"]
+    if len(fills) != 1 or not _zero_fill(fills[0]) or fills[0].block != op.block \
+            or fills[0].operands[1] != out:
+        return None
+    ops = [o.operation for o in op.block.operations]
+    at_fill, at_conv = _position(ops, fills[0]), _position(ops, op)
+    if not at_fill < at_conv or any(at_fill < _position(ops, u) < at_conv for u in users
+                                    if u.block == op.block):
+        return None
+    if any(u.block != op.block for u in users):
+        return None  # a use in a nested region could sit between them
+    return fills[0]
 
 
 def _name(prefix: str, spec: ConvSpec | DepthwiseSpec, key: str) -> str:
@@ -150,6 +179,10 @@ class ConvKernels(ModulePass):
     #: embedding (1024 taps) made 3.2 MB of LLVM IR and 60 s of LLVM -O3; larger windows
     #: (patchify convs) keep the im2col + GEMM path. ViT's 16x16 (256) stays direct.
     max_taps: int = field(default=256, metadata={"help": "largest KH*KW of a direct kernel"})
+    #: Direct kernels write (not add into) an output whose only initialisation is a zero
+    #: fill right before the conv, and the fill goes (a pass over the output, and the
+    #: kernel's read of it).
+    store_output: bool = field(default=True, metadata={"help": "drop zero fills of outputs"})
 
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
@@ -204,10 +237,15 @@ class ConvKernels(ModulePass):
             else:
                 tile = choose_conv_tile(spec, vl)
                 parallel = parallel and conv_items(spec, tile) >= 2
-                name = _name("accel_dconv", spec, f"{tile}{parallel}{self.dealloc}")
+                fill = _zero_fill_before(op) if self.store_output \
+                    and conv_blocking(spec, tile)[0] == spec.c else None
+                if fill is not None:
+                    fill.erase()
+                store = fill is not None
+                name = _name("accel_dconv", spec, f"{tile}{parallel}{self.dealloc}{store}")
                 if name not in known:
                     text = render_direct_conv(spec, tile, name, parallel=parallel,
-                                              dealloc=self.dealloc)
+                                              dealloc=self.dealloc, store=store)
                     _move_new_funcs(module, text, known)
             self._replace(op, name)
 

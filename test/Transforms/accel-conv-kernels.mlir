@@ -27,22 +27,32 @@
 // CHECK-COUNT-2: vector.load %[[WP]]{{.*}} : memref<32x9x16xf32>, vector<8xf32>
 // CHECK:           vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-COUNT-2:   vector.fma
+// Write-back of a tile followed by another of its item: per filter vector an 8 x 8 transpose
+// of the 6 accumulators (and 2 zero vectors), 8 floats added into each filter's output row;
+// else the tile goes through the 6 x 16 scratch tile element by element.
+// CHECK:         scf.if
+// CHECK-COUNT-24:  vector.shuffle
+// CHECK:           vector.load %{{.*}} : memref<1x32x256xf32>, vector<8xf32>
+// CHECK:           arith.addf %{{.*}} : vector<8xf32>
+// CHECK:           vector.store %{{.*}} : memref<1x32x256xf32>, vector<8xf32>
+// CHECK:         } else {
 // CHECK-COUNT-12: vector.store %{{.*}} : memref<6x16xf32>, vector<8xf32>
 // CHECK:         arith.addf
 // CHECK:         memref.store %{{.*}} : memref<1x32x256xf32>
 // CHECK-NOT:     memref.dealloc
 // Threads (parallel-min-flops=0): the three descriptors into a stack context, the items run
-// by accel_parallel_for through @K_entry. AVX-512: FB = 2 x 16 lanes, 2 x 14 accumulators.
+// by accel_parallel_for through @K_entry. AVX-512: FB = 2 x 16 lanes, 2 x 13 accumulators
+// (20 tiles of 13 compute 260 of the 256 positions, 19 of 14 would compute 266).
 // PAR-LABEL: func.func @conv3x3
 // PAR:       func.func private @accel_parallel_for(
 // PAR:       func.func private @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](
 // PAR:         llvm.alloca %{{.*}} x !llvm.array<3 x struct<(ptr, ptr, i64, array<4 x i64>, array<4 x i64>)>>
 // PAR:         %[[F:.*]] = constant @[[K]]_entry : (!llvm.ptr, index, index) -> ()
-// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c19)
+// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c20)
 // PAR:       func.func private @[[K]]_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
 // PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
 // PAR:       func.func private @[[K]]_body(
-// PAR:         memref.alloca() {alignment = 64 : i64} : memref<14x32xf32>
+// PAR:         memref.alloca() {alignment = 64 : i64} : memref<13x32xf32>
 // PAR:         memref.alloc() {alignment = 64 : i64} : memref<32x9x32xf32>
 // PAR:         vector.fma %{{.*}} : vector<16xf32>
 // Negative (max-taps=8): 9 taps are more than a direct kernel may unroll: the conv stays
@@ -59,16 +69,17 @@ func.func @conv3x3(%x: memref<1x32x18x18xf32>, %w: memref<32x32x3x3xf32>, %o: me
 // -----
 
 // Few filters (F = 5 < 8 lanes), stride 3, 16 output positions: one vector of filters (the
-// packing pads it with zeros), PT = 14 positions; the last tile starts at 16 - 14 = 2 and
-// skips the positions the first one wrote. Convs below 16 filters were scalar loops.
+// packing pads it with zeros), PT = 12 positions (two tiles of 12 compute less than two of
+// 14); the last tile starts at 16 - 12 = 4 and skips the positions the first one wrote.
+// Convs below 16 filters were scalar loops.
 // CHECK-LABEL: func.func @few_filters
 // CHECK:       call @[[K:accel_dconv_1x8x13x13_5x3x3_[0-9a-f]+]](
 // CHECK:       func.func private @[[K]]_body(
-// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<14x8xf32>
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<12x8xf32>
 // CHECK:         memref.alloc() {alignment = 64 : i64} : memref<8x9x8xf32>
 // CHECK:         arith.minsi %c8, %{{.*}} : index
 // CHECK:         memref.store %cst{{.*}} : memref<72x8xf32>
-// CHECK:         arith.minsi %{{.*}}, %c2 : index
+// CHECK:         arith.minsi %{{.*}}, %c4 : index
 func.func @few_filters(%x: memref<1x8x13x13xf32>, %w: memref<5x8x3x3xf32>, %o: memref<1x5x4x4xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<3> : vector<2xi64>}
     ins(%x, %w : memref<1x8x13x13xf32>, memref<5x8x3x3xf32>) outs(%o : memref<1x5x4x4xf32>)
@@ -172,4 +183,49 @@ func.func @depthwise_stride3(%x: memref<1x8x32x32xf32>, %w: memref<8x3x3xf32>, %
   linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<3> : vector<2xi64>}
     ins(%x, %w : memref<1x8x32x32xf32>, memref<8x3x3xf32>) outs(%o : memref<1x8x10x10xf32>)
   return
+}
+
+// -----
+
+// The output is a fresh buffer whose only initialisation is a zero fill right before the
+// conv: the fill goes and the kernel stores its tiles (no load of the output); the
+// kernel's name differs from an accumulating one's.
+// CHECK-LABEL: func.func @fresh_output
+// CHECK-NOT:   linalg.fill
+// CHECK:       call @[[K:accel_dconv_1x16x10x10_16x3x3_[0-9a-f]+]](%arg0, %arg1, %[[O:.*]]) :
+// CHECK:       return %[[O]]
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:         vector.fma
+// CHECK:         scf.if
+// CHECK-NOT:       vector.load %{{.*}} : memref<1x16x64xf32>, vector<8xf32>
+// CHECK:           vector.store %{{.*}} : memref<1x16x64xf32>, vector<8xf32>
+// CHECK:         } else {
+// CHECK-NOT:       arith.addf
+// CHECK:           memref.store %{{.*}} : memref<1x16x64xf32>
+func.func @fresh_output(%x: memref<1x16x10x10xf32>, %w: memref<16x16x3x3xf32>) -> memref<1x16x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<1x16x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x16x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x16x10x10xf32>, memref<16x16x3x3xf32>) outs(%o : memref<1x16x8x8xf32>)
+  return %o : memref<1x16x8x8xf32>
+}
+
+// -----
+
+// Negative: a fill of 1.0 (a bias-like start) is the conv's initial value: it stays and the
+// kernel adds into the output.
+// CHECK-LABEL: func.func @nonzero_fill
+// CHECK:       linalg.fill
+// CHECK:       call @accel_dconv_1x16x10x10_16x3x3_
+// CHECK:       func.func private @accel_dconv_1x16x10x10_16x3x3_{{.*}}_body(
+// CHECK:         vector.load %{{.*}} : memref<1x16x64xf32>, vector<8xf32>
+// CHECK:         arith.addf %{{.*}} : vector<8xf32>
+func.func @nonzero_fill(%x: memref<1x16x10x10xf32>, %w: memref<16x16x3x3xf32>) -> memref<1x16x8x8xf32> {
+  %one = arith.constant 1.0 : f32
+  %o = memref.alloc() : memref<1x16x8x8xf32>
+  linalg.fill ins(%one : f32) outs(%o : memref<1x16x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x16x10x10xf32>, memref<16x16x3x3xf32>) outs(%o : memref<1x16x8x8xf32>)
+  return %o : memref<1x16x8x8xf32>
 }

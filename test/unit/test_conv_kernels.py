@@ -228,6 +228,8 @@ def test_tile_choice():
     assert choose_conv_tile(resnet, 16) == ConvTile(vl=16, fv=2, pt=14)  # 28 + 2 + 1 zmm
     few = ConvSpec(n=1, c=3, h=6, w=6, f=8, kh=3, kw=3, oh=2, ow=2)
     assert choose_conv_tile(few, 8) == ConvTile(vl=8, fv=1, pt=4)  # only 4 positions
+    last = ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7)
+    assert choose_conv_tile(last, 8) == ConvTile(vl=8, fv=2, pt=5)  # 10 tiles, not 9 of 6
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
