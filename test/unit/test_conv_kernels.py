@@ -151,6 +151,28 @@ def test_threaded_direct_conv_matches_eager(threads):
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
 
 
+def test_threaded_stored_output_matches_eager(threads):
+    """Bias-free convs (a zero-filled fresh output: the kernel stores its tiles, the fill
+    goes) on 2 threads, 2 images, BatchNorm + ReLU and a residual add after them: the 8 x 8
+    write-back of one item must not touch another item's positions."""
+    threads(2)
+    torch.manual_seed(0)
+    conv = torch.nn.Sequential(torch.nn.Conv2d(24, 40, 3, padding=1, bias=False),
+                               torch.nn.BatchNorm2d(40), torch.nn.ReLU(),
+                               torch.nn.Conv2d(40, 24, 3, padding=1, bias=False)).eval()
+    torch.nn.init.uniform_(conv[1].running_var, 0.5, 2.0)
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(conv(x) + x)
+
+    x = torch.randn(2, 24, 23, 23)  # 529 positions: tiles of 6, an overlapping last one
+    fn, ir = _compile(Block().eval(), x)
+    assert _calls(ir, "accel_dconv_") == 2 and ir.count("call @accel_parallel_for") == 2
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), Block()(x), rtol=RTOL, atol=ATOL)
+
+
 def test_torch_compile_backend():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
