@@ -229,3 +229,26 @@ func.func @nonzero_fill(%x: memref<1x16x10x10xf32>, %w: memref<16x16x3x3xf32>) -
     ins(%x, %w : memref<1x16x10x10xf32>, memref<16x16x3x3xf32>) outs(%o : memref<1x16x8x8xf32>)
   return %o : memref<1x16x8x8xf32>
 }
+
+// -----
+
+// 1x1 stride 2 (ResNet's downsample shortcut) above the GEMM thresholds: X's strided
+// positions are gathered into a C x OH*OW buffer, then the GEMM kernel runs on it (no
+// direct kernel). Below the thresholds (the 1x1 stride-2 case of the pytest) it stays a
+// direct kernel.
+// CHECK-LABEL: func.func @strided_pointwise
+// CHECK:       call @[[C:accel_pwconv_1x64x16x16_128x1x1_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[G:accel_gemm_128x64x64_nn_[0-9a-f_]+]](
+// CHECK:       func.func private @[[C]](
+// CHECK:         %[[XS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+// CHECK:         memref.cast %[[XS]] : memref<64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:         arith.muli %{{.*}}, %c2 : index
+// CHECK:         memref.load %{{.*}} : memref<1x64x16x16xf32>
+// CHECK:         memref.store %{{.*}} : memref<64x8x8xf32>
+// CHECK:         call @[[G]](
+// CHECK-NOT:   accel_dconv
+func.func @strided_pointwise(%x: memref<1x64x16x16xf32>, %w: memref<128x64x1x1xf32>, %o: memref<1x128x8x8xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+    ins(%x, %w : memref<1x64x16x16xf32>, memref<128x64x1x1xf32>) outs(%o : memref<1x128x8x8xf32>)
+  return
+}

@@ -55,7 +55,7 @@ CASES = [
     (1, 24, 40, 11, 3, 2, 1, 1, False),  # stride 2, F not a multiple of the filter block
     (1, 20, 12, 13, 3, 1, 2, 2, True),  # dilation 2
     (1, 64, 5, 9, 5, 3, 1, 1, False),  # 5 filters, stride 3: 9 positions < one tile
-    (1, 32, 48, 16, 1, 2, 0, 1, False),  # 1x1 stride 2 (ResNet downsample): direct kernel
+    (1, 32, 48, 16, 1, 2, 0, 1, False),  # 1x1 stride 2 below the GEMM's 2^18 MACs: direct
 ]
 
 
@@ -80,6 +80,21 @@ def test_pointwise_conv_is_a_gemm_on_the_input():
     fn, ir = _compile(model, x)
     assert _calls(ir, "accel_pwconv_") == 1 and _calls(ir, "accel_dconv_") == 0
     assert "_im2col" not in ir
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_strided_pointwise_conv_is_a_gather_and_a_gemm():
+    """1x1 stride 2 (ResNet's downsample) above the GEMM thresholds: the strided positions
+    are gathered, then the GEMM kernel runs (odd input: the last row and column unused),
+    two images, a bias, BatchNorm after it."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(64, 96, 1, stride=2, bias=True),
+                                torch.nn.BatchNorm2d(96)).eval()
+    x = torch.randn(2, 64, 15, 15)
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_pwconv_") == 1 and _calls(ir, "accel_dconv_") == 0
+    assert "_im2col" not in ir and "linalg.conv_2d_nchw_fchw" not in ir
     with torch.no_grad():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
 
