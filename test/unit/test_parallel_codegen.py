@@ -104,6 +104,7 @@ def test_parts_depend_only_on_the_text() -> None:
     "@0 = private constant i8 1",                 # numbered: renumbering would break
     "@al = alias i64 (i64), ptr @main",
     'module asm ".globl extra"',                  # would be assembled into every part
+    '@llvm.used = appending global [1 x ptr] [ptr @b], section "llvm.metadata"',
 ])
 def test_modules_that_cannot_be_cut_stay_whole(line: str) -> None:
     text = _printed(line + "\n" + MODULE)
@@ -126,6 +127,20 @@ def test_a_constant_naming_a_function_of_another_part() -> None:
     cpu, features = llvmx.host_cpu()
     objs = codegen.emit_objects(parts, 1, cpu, features, jobs=1)
     assert object_problem(archive.bundle(objs)) is None
+
+
+def test_the_used_list_of_declarations_goes_to_every_part() -> None:
+    """The JIT's libmvec variants are kept alive by `@llvm.compiler.used` (an appending
+    global): every part gets the list, so each part's vectoriser may call them (a train
+    step's graphs use exp and log: they were not cut before this)."""
+    text = _printed("declare <8 x float> @_ZGVdN8v_expf(<8 x float>)\n"
+                    "@llvm.compiler.used = appending global [1 x ptr] [ptr @_ZGVdN8v_expf], "
+                    'section "llvm.metadata"\n' + MODULE)
+    parts = codegen.partition(text, parts=3)
+    assert len(parts) == 3
+    for part in parts:
+        assert "@llvm.compiler.used = appending global" in part
+        llvmx.parse(part, "part")
 
 
 def test_small_modules_are_not_cut() -> None:

@@ -17,8 +17,10 @@ modules (under `LINES_PER_PART` * 2 lines: every test model, most inference grap
 cut at all and keep the single-object path.
 
 What crosses parts: calls (a private function another part calls becomes external, under
-its unique name), read-only globals (copied; they stay private in each part). A module
-with writable globals, aliases or unnamed (numbered) globals is not cut.
+its unique name), read-only globals (copied; they stay private in each part), and
+`@llvm.compiler.used` (every part gets it: it names the libmvec declarations the
+vectoriser may call). A module with writable globals, aliases, unnamed (numbered) globals
+or a `used` list naming its own definitions is not cut.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def _parse(text: str) -> _Module | None:
     common: list[str] = []
     globals_: dict[str, tuple[str, set[str]]] = {}
     functions: dict[str, _Function] = {}
+    used: list[str] = []
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -122,7 +125,9 @@ def _parse(text: str) -> _Module | None:
             functions[name] = fn
             i = end + 1
             continue
-        if line.startswith("@"):
+        if line.startswith(("@llvm.used = ", "@llvm.compiler.used = ")):
+            used.append(line)  # libmvec's variants kept for the vectoriser (host/vecmath.py)
+        elif line.startswith("@"):
             match = _GLOBAL.match(line)
             if match is None or match.group(1).isdigit():
                 return None
@@ -138,6 +143,10 @@ def _parse(text: str) -> _Module | None:
         else:
             common.append(line)
         i += 1
+    for line in used:  # every part gets the list: only if it names declarations alone
+        if set(_REF.findall(line.split(" = ", 1)[1])) & (set(functions) | set(globals_)):
+            return None
+        common.append(line)
     return _Module(common, globals_, functions)
 
 
