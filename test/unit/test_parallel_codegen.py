@@ -379,3 +379,50 @@ def test_accel_compile_folder_keeps_the_parts_as_an_archive(
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(accel.load(out)(x).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+CTRL_C_SCRIPT = """
+import os, signal, sys, torch, accel
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from accel.host import codegen
+codegen.LINES_PER_PART, codegen.PARALLEL_MIN_CHARS = 150, 0
+real_call = codegen._Worker.call
+def call(self, *args):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the workers compile
+    return real_call(self, *args)
+codegen._Worker.call = call
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                            torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10)).eval()
+try:
+    accel.compile(model, (torch.randn(2, 3, 8, 8),), options={"cache": False,
+                                                              "opt_level": 1})
+    print("finished")
+except KeyboardInterrupt as err:
+    print(type(err).__name__, err)
+"""
+
+
+def test_ctrl_c_during_parallel_codegen_stops_and_leaves_no_worker(tmp_path: Path) -> None:
+    """Ctrl-C while worker processes compile: the compile raises CompileInterrupted at
+    once, and the process exits without waiting for the workers nor leaving them behind."""
+    import os
+    import subprocess
+    import sys
+
+    mark = f"accel-test-{os.getpid()}-{tmp_path.name}"
+    env = {**os.environ, "ACCEL_COMPILE_JOBS": "2", "ACCEL_TEST_MARK": mark}
+    run = subprocess.run([sys.executable, "-c", CTRL_C_SCRIPT], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "CompileInterrupted compiling Sequential interrupted", \
+        run.stdout + run.stderr[-2000:]
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() in f.read():
+                    left.append(pid)
+        except OSError:
+            continue
+    assert not left, f"worker processes left behind: {left}"

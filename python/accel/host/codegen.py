@@ -34,7 +34,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,19 +260,32 @@ def parallel_map(function: str, calls: Sequence[tuple[Any, ...]], jobs: int | No
     order = sorted(range(len(calls)), key=lambda k: -len(str(calls[k][0])))
     lock = threading.Lock()
 
-    def serve() -> None:
-        with _Worker() as w:
-            while True:
-                with lock:
-                    if not order:
-                        return
-                    k = order.pop(0)
-                found[k] = w.call(function, calls[k], f"{what} {k}")
+    errors: list[tuple[int, BaseException]] = []
 
-    workers = min(jobs, len(calls))
-    with ThreadPoolExecutor(workers) as pool:
-        for future in [pool.submit(serve) for _ in range(workers)]:
-            future.result()
+    def serve() -> None:
+        k = -1
+        try:
+            with _Worker() as w:
+                while True:
+                    with lock:
+                        if not order or errors:
+                            return
+                        k = order.pop(0)
+                    found[k] = w.call(function, calls[k], f"{what} {k}")
+        except BaseException as err:  # noqa: BLE001 - raised by the caller's thread
+            errors.append((k, err))
+
+    # Daemon threads, not a thread pool's: after a Ctrl-C abandons the compile, interpreter
+    # exit does not wait for them (the pool's atexit hook would), and `_kill_live` then
+    # stops their workers.
+    threads = [threading.Thread(target=serve, name=f"accel-compile-{i}", daemon=True)
+               for i in range(min(jobs, len(calls)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:  # the failed call of the lowest index, whatever the timing
+        raise min(errors, key=lambda e: e[0])[1]
     return found
 
 
