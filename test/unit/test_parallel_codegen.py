@@ -426,3 +426,28 @@ def test_ctrl_c_during_parallel_codegen_stops_and_leaves_no_worker(tmp_path: Pat
         except OSError:
             continue
     assert not left, f"worker processes left behind: {left}"
+
+
+def test_torch_compile_cut_graph_matches_eager(monkeypatch: pytest.MonkeyPatch,
+                                               fresh_dynamo: None) -> None:
+    """torch.compile(backend="accel") goes through the same JIT: its graph is cut and
+    compiled by workers, and the call matches eager."""
+    monkeypatch.setenv(codegen.JOBS_ENV, "2")
+    monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
+    calls: list[int] = []
+    real_map = codegen.parallel_map
+
+    def counting_map(function: str, work: list[tuple[object, ...]], *args: object,
+                     **kwargs: object) -> list[object]:
+        calls.append(len(work))
+        return real_map(function, work, *args, **kwargs)
+
+    monkeypatch.setattr(codegen, "parallel_map", counting_map)
+    torch.manual_seed(0)
+    model, x = _Cnn().eval(), torch.randn(2, 3, 8, 8)
+    fast = torch.compile(model, backend="accel", options={"cache": False, "opt_level": 1})
+    with torch.no_grad():
+        got, want = fast(x), model(x)
+    assert calls and calls[0] >= 2
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
