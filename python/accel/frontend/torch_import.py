@@ -25,6 +25,7 @@ from accel.diagnostics import AccelError
 from accel.frontend import hf_cache
 from accel.frontend.data_dependent import check_data_dependent, rewrite_masked_reductions
 from accel.frontend.decompositions import decompositions
+from accel.frontend.fast_decompose import fast_decompositions
 from accel.frontend.inputs import describe as describe_inputs
 from accel.frontend.outputs import describe as describe_outputs
 from accel.frontend.program import (
@@ -204,7 +205,8 @@ def import_program(model: Any, example_inputs: tuple[Any, ...], *, dynamic_shape
             if reused is None:
                 rewrite_masked_reductions(exported)  # x[mask].sum(): no data-dependent size
                 # Decomposing also functionalises: in-place updates become extra outputs.
-                exported = exported.run_decompositions(decompositions())
+                with fast_decompositions(exported):
+                    exported = exported.run_decompositions(decompositions())
                 check_data_dependent(exported, name)
                 mutations = _mutations(exported)
                 structure = describe_outputs(exported)
