@@ -111,6 +111,13 @@ def test_a_custom_op_registered_later_changes_the_cached_list_key() -> None:
         lib._destroy()
 
 
+def test_the_knob_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCEL_FAST_DECOMPOSE", "0")
+    override = ep._override_composite_implicit_decomp
+    with fast_decompositions(_exported(torch.nn.Linear(2, 2), (torch.randn(1, 2),))):
+        assert ep._override_composite_implicit_decomp is override
+
+
 def test_another_torch_without_the_internals_runs_torchs_own_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     model, inputs = CASES["linear-relu"]
