@@ -81,11 +81,17 @@ def compile_phase_graph(graph: Any, example_inputs: tuple[Any, ...],
     target also sees the phase's name and output names as the internal settings
     `graph_phase` and `graph_outputs` (`accel.options.INTERNAL_SETTINGS`; the RDU labels
     its sections with them)."""
-    opts = resolve_options(options)
-    _refuse_train_options(opts)
-    opts = opts.replace(graph_phase=phase, graph_outputs=list(outputs))
+    opts = phase_settings(options, phase, outputs)
     # Flat results: the training and torch.compile glue index them by position.
     return _guarded_compile(graph, tuple(example_inputs), opts, None, structured=False)
+
+
+def phase_settings(options: Mapping[str, Any] | None, phase: str,
+                   outputs: tuple[str, ...]) -> Settings:
+    """The settings `compile_phase_graph` compiles a phase graph with."""
+    opts = resolve_options(options)
+    _refuse_train_options(opts)
+    return opts.replace(graph_phase=phase, graph_outputs=list(outputs))
 
 
 def _guarded_compile(model: Any, example_inputs: tuple[Any, ...], opts: Settings,
@@ -139,6 +145,7 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: Settings,
         result = CompiledModule(model, program.compiled, None, func_name, opts,
                                 tuple(program.mutations), outputs, program.inputs)
         result.set_module_text(program.module_text)
+        result.front_key = front.key or front.early_key if front is not None else None
     else:
         text = program.module.operation.get_asm(enable_debug_info=True)
         # out_onnx is written below from the torch model, not by the target from MLIR.
@@ -149,6 +156,7 @@ def _compile(model: Any, example_inputs: tuple[Any, ...], opts: Settings,
             front.store(program, text)
         result = CompiledModule(model, compiled, program.module, func_name, opts,
                                 tuple(program.mutations), outputs, program.inputs)
+        result.front_key = front.key if front is not None else None
     if opts.get("out_onnx"):  # after a front-cache hit too: the file is asked for each time
         from accel.frontend.onnx_export import export_onnx
 

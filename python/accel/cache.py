@@ -358,3 +358,18 @@ def lookup_front(key: str) -> dict[str, Any] | None:
 def store_front(key: str, payload: Mapping[str, Any]) -> None:
     """Save a front entry; a cache that cannot be written only logs a warning."""
     _write(_front_path(key), b"", payload, "front_store")
+
+
+# -- train-step entries: a whole compile_train_step -> its phases' front entries ------------
+_STEP_FIELDS = {"phases": list, "trained": list}
+
+
+def lookup_step(key: str) -> dict[str, Any] | None:
+    """The train-step entry for `key` (accel.training.step_cache), or None."""
+    entry = _read(cache_dir() / f"{key}.step", _STEP_FIELDS)
+    return entry.metadata if entry is not None else None
+
+
+def store_step(key: str, payload: Mapping[str, Any]) -> None:
+    """Save a train-step entry; a cache that cannot be written only logs a warning."""
+    _write(cache_dir() / f"{key}.step", b"", payload, "step_store")

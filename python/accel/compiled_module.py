@@ -53,6 +53,9 @@ class CompiledModule:
         #: (`accel.frontend.inputs`): kwargs, nested containers, HF caches, fixed values;
         #: None for plain positional tensors.
         self.inputs = inputs
+        #: The front-cache entry that holds this code (`accel.front_cache`), or None: the
+        #: train-step cache names its phases by it (`accel.training.step_cache`).
+        self.front_key: str | None = None
         #: The AOT library (`accel.aot.AotLibrary`) when compiled with `aot=True`.
         self.aot_library: Any = None
         #: Mean seconds of one run in the last call (`num_iters` runs are averaged).

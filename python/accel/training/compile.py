@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from accel import interrupts, phases
+from accel import cache, interrupts, phases
 from accel.api import compile_phase_graph, resolve_options
 from accel.diagnostics import AccelError
 from accel.options import OPTIONS
-from accel.training import optimizers
+from accel.training import optimizers, step_cache
 from accel.training.graphs import PhaseGraph, TrainGraphs, partition, trace_joint
 from accel.training.step import TrainStep
 
@@ -78,17 +78,33 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
     optimizers._kind(optimizer)  # an unsupported optimizer fails before any tracing
     settings, phase_options = split_options(options)
     micro = _micro_batch(tuple(example_batch), settings["grad_accumulation_steps"])
-    # Ctrl-C while tracing: raised at a safe place, not inside torch (accel.interrupts).
-    with phases.phase("trace"), interrupts.guarded():
-        from torch._decomp import core_aten_decompositions
-
-        # torch's core ATen set (what AOTAutograd uses); accel.compile then applies
-        # torch-mlir's and accel's own table to each phase graph. torch-mlir's table here
-        # leaves prims ops (prims.squeeze) that the re-export cannot functionalise.
-        joint = trace_joint(model, loss_fn, micro, core_aten_decompositions())
-        forward, backward = partition(joint)
     named = dict(model.named_parameters(remove_duplicate=False))
-    trained = [(name, named[name]) for name in joint.trained]
+    # The train-step cache: a step compiled before (this process or another) is linked
+    # again from its phases' stored code, without tracing (accel.training.step_cache).
+    # Not while a recording wants each phase's IR (accel-compile's ir/ folder).
+    rec = phases.current()
+    use_cache = phase_options["cache"] and (rec is None or not rec.keep_ir)
+    with phases.phase("step-cache"):
+        step_key = step_cache.step_key(model, loss_fn, optimizer, micro, settings,
+                                       phase_options) if use_cache else None
+        entry = step_cache.lookup(step_key) if step_key is not None else None
+    cached = _linked(entry, named, phase_options) if entry is not None else None
+    if step_key is not None:
+        cache.STATS["step_hit" if cached is not None else "step_miss"] += 1
+    if cached is not None:
+        graphs, compiled, trained_names = cached
+    else:
+        # Ctrl-C while tracing: raised at a safe place, not inside torch (accel.interrupts).
+        with phases.phase("trace"), interrupts.guarded():
+            from torch._decomp import core_aten_decompositions
+
+            # torch's core ATen set (what AOTAutograd uses); accel.compile then applies
+            # torch-mlir's and accel's own table to each phase graph. torch-mlir's table
+            # here leaves prims ops (prims.squeeze) that the re-export cannot functionalise.
+            joint = trace_joint(model, loss_fn, micro, core_aten_decompositions())
+            forward, backward = partition(joint)
+        trained_names = list(joint.trained)
+    trained = [(name, named[name]) for name in trained_names]
     spec = optimizers.describe(optimizer, trained)
     clip = settings["clip_grad_norm"] is not None
     scaled = settings["grad_accumulation_steps"] > 1 or settings["data_parallel"]
@@ -118,11 +134,37 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
         graph = optimizer_graph(spec)
         return graph, build(graph)
 
-    graphs = TrainGraphs([forward, backward, optimizer_graph(spec)])
-    compiled = {g.name: build(g) for g in graphs.graphs}
+    if cached is None:
+        graphs = TrainGraphs([forward, backward, optimizer_graph(spec)])
+        compiled = {g.name: build(g) for g in graphs.graphs}
+        if step_key is not None:
+            step_cache.store(step_key, graphs, compiled, trained_names)
     return TrainStep(params=list(named.items()), buffers=list(model.named_buffers()),
                      optimizer=optimizer, graphs=graphs, compiled=compiled, spec=spec,
                      settings=settings, recompile=recompile, model=model)
+
+
+def _linked(entry: dict[str, Any], named: dict[str, Any], phase_options: Settings
+            ) -> tuple[TrainGraphs, dict[str, Any], list[str]] | None:
+    """(graphs, compiled phases, trained parameter names) of a train-step cache entry, or
+    None when its code is gone or it names parameters the model does not have."""
+    from accel import targets
+    from accel.api import phase_settings
+
+    if not all(name in named for name in entry["trained"]):
+        return None
+    graphs, compiled = [], {}
+    target = targets.get(phase_options["target"])
+    with phases.phase("step-cache"):
+        for phase in entry["phases"]:
+            outputs = tuple(phase["outputs"])
+            module = step_cache.load_phase(
+                phase, target, phase_settings(phase_options, phase["name"], outputs))
+            if module is None:
+                return None
+            graphs.append(PhaseGraph(phase["name"], None, tuple(phase["inputs"]), outputs))
+            compiled[phase["name"]] = module
+    return TrainGraphs(graphs), compiled, list(entry["trained"])
 
 
 #: Phase graphs compiled in this process, by `_memo_key` (oldest first; at most _MEMO_SIZE).
