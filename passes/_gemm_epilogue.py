@@ -31,20 +31,23 @@ _QUIET = ("memref.alloc", "memref.alloca", "memref.get_global", "arith.constant"
           "memref.collapse_shape", "memref.expand_shape", "memref.subview", "memref.cast")
 
 
-def _owner(value: ir.Value) -> Operation | None:
+def defining_op(value: ir.Value) -> Operation | None:
+    """The op that defines `value`, or None for a block argument."""
     owner = value.owner
     return owner.operation if isinstance(owner, ir.OpView | ir.Operation) else None
 
 
-def _is_fresh(value: ir.Value) -> bool:
-    owner = _owner(value)
+def is_fresh(value: ir.Value) -> bool:
+    """`value` is a `memref.alloc` of this function (nobody else's memory)."""
+    owner = defining_op(value)
     return owner is not None and owner.name == "memref.alloc"
 
 
-def _zero_fill(op: Operation) -> bool:
+def is_zero_fill(op: Operation) -> bool:
+    """`op` is a `linalg.fill` of a float constant equal to zero (+0.0 or -0.0)."""
     if op.name != "linalg.fill":
         return False
-    const = _owner(op.operands[0])
+    const = defining_op(op.operands[0])
     if const is None or const.name != "arith.constant":
         return False
     attr = const.attributes["value"]
@@ -69,7 +72,8 @@ def _addf_of(generic: Operation, c_index: int) -> int | None:
     return None
 
 
-def _position(block_ops: list[Operation], op: Operation) -> int:
+def position(block_ops: list[Operation], op: Operation) -> int:
+    """`op`'s index in `block_ops` (its block's operations, listed once by the caller)."""
     return next(i for i, o in enumerate(block_ops) if o == op)
 
 
@@ -77,7 +81,7 @@ def fold_additive_epilogue(matmul: Operation) -> bool:
     """Rewrite `matmul`'s zero fill and following `+ X` generic as in the module docstring;
     False (nothing changed) when a guard fails."""
     c = matmul.operands[2]
-    if not _is_fresh(c) or _owner(c).block != matmul.block:
+    if not is_fresh(c) or defining_op(c).block != matmul.block:
         return False
     users = [u.owner.operation for u in c.uses]
     fills = [u for u in users if u.name == "linalg.fill"]
@@ -86,19 +90,19 @@ def fold_additive_epilogue(matmul: Operation) -> bool:
             sum(u == matmul for u in users) != 1:
         return False
     fill, generic = fills[0], generics[0]
-    if not _zero_fill(fill) or fill.block != matmul.block or generic.block != matmul.block:
+    if not is_zero_fill(fill) or fill.block != matmul.block or generic.block != matmul.block:
         return False
     ops = [o.operation for o in matmul.block.operations]
-    at_fill, at_mm, at_gen = (_position(ops, o) for o in (fill, matmul, generic))
+    at_fill, at_mm, at_gen = (position(ops, o) for o in (fill, matmul, generic))
     if not at_fill < at_mm < at_gen:
         return False
     operands = list(generic.operands)
     if len(generic.results) or operands[-1] == c or operands.count(c) != 1:
         return False
     d = operands[-1]
-    if d.type != c.type or not _is_fresh(d) or len(list(d.uses)) < 1:
+    if d.type != c.type or not is_fresh(d) or len(list(d.uses)) < 1:
         return False
-    if any(u.owner.operation != generic and _position(ops, u.owner.operation) < at_gen
+    if any(u.owner.operation != generic and position(ops, u.owner.operation) < at_gen
            for u in d.uses):
         return False  # D is used (written) before the generic
     maps = list(ir.ArrayAttr(generic.attributes["indexing_maps"]))
@@ -114,9 +118,9 @@ def fold_additive_epilogue(matmul: Operation) -> bool:
     if x_index is None or len(operands) != 3:
         return False
     x = operands[x_index]
-    x_owner = _owner(x)
+    x_owner = defining_op(x)
     if x_owner is not None and x_owner.block == matmul.block and \
-            _position(ops, x_owner) > at_fill:
+            position(ops, x_owner) > at_fill:
         return False
     if any(o.name not in _QUIET and o.name != "linalg.fill" for o in ops[at_fill + 1:at_gen]
            if o != matmul):
@@ -125,7 +129,7 @@ def fold_additive_epilogue(matmul: Operation) -> bool:
         return False
     _emit_copy(fill, x, maps[x_index], c, generic.attributes["iterator_types"])
     fill.erase()
-    d_alloc = _owner(d)
+    d_alloc = defining_op(d)
     generic.erase()
     d.replace_all_uses_with(c)
     d_alloc.erase()

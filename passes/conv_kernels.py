@@ -43,7 +43,7 @@ from accel.passes._conv_kernel import (
     render_direct_conv,
 )
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
-from accel.passes._gemm_epilogue import _is_fresh, _owner, _position, _zero_fill
+from accel.passes._gemm_epilogue import defining_op, is_fresh, is_zero_fill, position
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
 from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.matmul_microkernel import (
@@ -104,16 +104,16 @@ def _zero_fill_before(op: Operation) -> Operation | None:
     two), or None: the kernel then writes O instead of adding into zeros, and the fill (a
     pass over the whole output) goes."""
     out = op.operands[2]
-    if not _is_fresh(out) or _owner(out).block != op.block:
+    if not is_fresh(out) or defining_op(out).block != op.block:
         return None
     users = [u.owner.operation for u in out.uses]
     fills = [u for u in users if u.name == "linalg.fill"]
-    if len(fills) != 1 or not _zero_fill(fills[0]) or fills[0].block != op.block \
+    if len(fills) != 1 or not is_zero_fill(fills[0]) or fills[0].block != op.block \
             or fills[0].operands[1] != out:
         return None
     ops = [o.operation for o in op.block.operations]
-    at_fill, at_conv = _position(ops, fills[0]), _position(ops, op)
-    if not at_fill < at_conv or any(at_fill < _position(ops, u) < at_conv for u in users
+    at_fill, at_conv = position(ops, fills[0]), position(ops, op)
+    if not at_fill < at_conv or any(at_fill < position(ops, u) < at_conv for u in users
                                     if u.block == op.block):
         return None
     if any(u.block != op.block for u in users):
