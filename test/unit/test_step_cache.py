@@ -150,3 +150,26 @@ def test_warm_start_in_a_new_process(tmp_path: Path, tmp_cache: Path) -> None:
     assert "trace" in cold["phases"] and "forward-export" in cold["phases"]
     assert "trace" not in warm["phases"] and "export" not in warm["phases"]
     assert warm["losses"] == cold["losses"]
+
+
+def test_global_torch_state_the_trace_reads_is_in_the_key() -> None:
+    from accel.training.compile import split_options
+    from accel.training.step_cache import step_key
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    settings, options = split_options(None)
+
+    def key() -> str | None:
+        return step_key(model, classify, opt, vector_batch(0), settings, options)
+
+    base = key()
+    assert base is not None and key() == base
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert key() != base
+    finally:
+        torch.set_default_dtype(torch.float32)
+    with torch.autocast("cpu"):
+        assert key() != base
+    assert key() == base

@@ -10,7 +10,8 @@ what the traced graphs are made of, before tracing:
   function's code and closure), with the example batch's dtypes and shapes;
 - the optimizer: its class, every param-group setting with its parameters by name, the
   state it already holds;
-- the train settings and the code-changing options of the phase compiles.
+- the train settings and the code-changing options of the phase compiles;
+- torch's default dtype and CPU autocast state (the trace reads them).
 
 The entry names each phase's inputs and outputs and its front-cache entry
 (`accel.front_cache`), whose stored code the target links again. Anything unreadable,
@@ -50,7 +51,13 @@ def step_key(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
         state = sorted((names[id(p)], sorted(map(str, s))) for p, s in optimizer.state.items())
     except KeyError:  # the optimizer holds a tensor that is not the model's
         return None
-    material = json.dumps({"model": fingerprint, "optimizer": type(optimizer).__qualname__,
+    import torch
+
+    # Global torch state the trace reads: tensors made without a dtype, autocast regions.
+    context = [str(torch.get_default_dtype()), torch.is_autocast_enabled("cpu"),
+               str(torch.get_autocast_dtype("cpu"))]
+    material = json.dumps({"model": fingerprint, "context": context,
+                           "optimizer": type(optimizer).__qualname__,
                            "groups": groups, "state": state,
                            "settings": {k: repr(v) for k, v in sorted(settings.items())}},
                           sort_keys=True)
