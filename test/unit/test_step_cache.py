@@ -173,3 +173,40 @@ def test_global_torch_state_the_trace_reads_is_in_the_key() -> None:
     with torch.autocast("cpu"):
         assert key() != base
     assert key() == base
+
+
+def test_other_parameter_values_hit_and_train_their_own_values() -> None:
+    # Intent: a run resumed from a checkpoint warm-starts: the phases take the parameters
+    # as inputs, so their values are not in the key, and the step trains the new values.
+    _compile()
+
+    def halved() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        model = mlp()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(0.5)
+        return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    model, opt = halved()
+    before = cache.STATS["step_hit"]
+    step = accel.compile_train_step(model, classify, opt, vector_batch(0),
+                                    options={"opt_level": 0})
+    assert cache.STATS["step_hit"] == before + 1
+    model, opt = halved()
+    fresh = accel.compile_train_step(model, classify, opt, vector_batch(0),
+                                     options={"opt_level": 0, "cache": False})
+    assert _losses(step) == _losses(fresh)
+    assert _losses(step) != _losses(_compile(options={"cache": False})[0])
+
+
+def _scaled(scale: float):
+    def loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return scale * torch.nn.functional.cross_entropy(model(x), y)
+
+    return loss
+
+
+def test_a_loss_closure_with_another_value_misses() -> None:
+    assert _compile(loss_fn=_scaled(1.0))[2] == {"step_hit": 0, "step_miss": 1}
+    assert _compile(loss_fn=_scaled(1.0))[2] == {"step_hit": 1, "step_miss": 0}
+    assert _compile(loss_fn=_scaled(0.5))[2] == {"step_hit": 0, "step_miss": 1}

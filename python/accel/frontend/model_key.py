@@ -106,11 +106,13 @@ class _Hasher:
         else:
             raise Unhashable(f"cannot fingerprint a {type(v).__qualname__}")
 
-    def tensor(self, t: Any) -> None:
+    def tensor(self, t: Any, values: bool = True) -> None:
         if t.device.type != "cpu" or t.layout != self.torch.strided or t.is_quantized:
             raise Unhashable("non-CPU or non-strided tensor")
         self.put(f"T({t.dtype},{tuple(t.shape)},{t.stride()},{t.requires_grad},"
                  f"{t.storage_offset()})")
+        if not values:
+            return
         self.state_bytes += t.numel() * t.element_size()
         if self.state_bytes > MAX_STATE_BYTES:
             raise Unhashable("too much state to hash")
@@ -230,9 +232,15 @@ def _stable(const: Any) -> str:
     return repr(const)
 
 
-def model_fingerprint(model: Any, inputs: tuple[Any, ...], func_name: str) -> str | None:
+def model_fingerprint(model: Any, inputs: tuple[Any, ...], func_name: str, *,
+                      state_values: bool = True) -> str | None:
     """SHA-256 of the model's code, state and call signature, or None when something in it
-    cannot be described safely (then only the export path's fingerprint is used)."""
+    cannot be described safely (then only the export path's fingerprint is used).
+
+    `state_values=False` leaves the parameters' and buffers' values out (their dtypes,
+    shapes, strides, aliasing and `requires_grad` stay): for a train step, whose graphs take
+    them as inputs. Other tensor attributes are still hashed with their values (they become
+    constants of the graphs)."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -261,7 +269,7 @@ def model_fingerprint(model: Any, inputs: tuple[Any, ...], func_name: str) -> st
             for name, t in named:
                 alias = (t.data_ptr(), t.dtype, tuple(t.shape))
                 h.put(f"{kind} {name} same-as:{aliases.setdefault(alias, name)}")
-                h.tensor(t)
+                h.tensor(t, values=state_values)
         for i, x in enumerate(inputs):
             h.put(f"input {i}")
             if isinstance(x, torch.Tensor):
@@ -271,6 +279,19 @@ def model_fingerprint(model: Any, inputs: tuple[Any, ...], func_name: str) -> st
                 h.value(x)
             else:
                 return None
+    except (Unhashable, RecursionError, AttributeError, TypeError, RuntimeError, ValueError):
+        return None
+    return h.digest.hexdigest()
+
+
+def function_fingerprint(fn: Any) -> str | None:
+    """SHA-256 of a function's code, defaults, closure and the globals it reads (walked as
+    the model's methods are), or None when something in it cannot be described."""
+    import torch
+
+    h = _Hasher(torch)
+    try:
+        h.value(fn)
     except (Unhashable, RecursionError, AttributeError, TypeError, RuntimeError, ValueError):
         return None
     return h.digest.hexdigest()

@@ -5,9 +5,11 @@ and exports each phase graph; the phases' code comes from the compile cache, but
 traces alone took 15 s for a ResNet-18 step (issue 25). This cache keys the whole step on
 what the traced graphs are made of, before tracing:
 
-- the model and the loss, through `accel.frontend.model_key` (code, submodule attributes,
-  each parameter's and buffer's dtype, shape, `requires_grad` and values; the loss
-  function's code and closure), with the example batch's dtypes and shapes;
+- the model, through `accel.frontend.model_key` (code, submodule attributes, each
+  parameter's and buffer's dtype, shape, strides and `requires_grad`, not its values:
+  every phase graph takes them as inputs), with the example batch's dtypes and shapes;
+- the loss function: its code, defaults, closure and the globals it reads, walked the same
+  way (a model it captures is hashed with its values: such a step misses after a resume);
 - the optimizer: its class, every param-group setting with its parameters by name, the
   state it already holds;
 - the train settings and the code-changing options of the phase compiles;
@@ -35,13 +37,15 @@ def step_key(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
              micro_batch: tuple[Any, ...], settings: Mapping[str, Any],
              phase_options: Mapping[str, Any]) -> str | None:
     """The cache key of a train step, or None when something cannot be described."""
-    from accel.frontend.model_key import model_fingerprint
+    from accel.frontend.model_key import function_fingerprint, model_fingerprint
     from accel.options import code_options
-    from accel.training.graphs import _loss_module
 
-    fingerprint = model_fingerprint(_loss_module(model, loss_fn), tuple(micro_batch),
-                                    "train-step")
-    if fingerprint is None:
+    # Parameters and buffers are inputs of every phase graph: their values are not part of
+    # the key (a run resumed from a checkpoint hits).
+    fingerprint = model_fingerprint(model, tuple(micro_batch), "train-step",
+                                    state_values=False)
+    loss = function_fingerprint(loss_fn)
+    if fingerprint is None or loss is None:
         return None
     names = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
     try:
@@ -56,7 +60,7 @@ def step_key(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
     # Global torch state the trace reads: tensors made without a dtype, autocast regions.
     context = [str(torch.get_default_dtype()), torch.is_autocast_enabled("cpu"),
                str(torch.get_autocast_dtype("cpu"))]
-    material = json.dumps({"model": fingerprint, "context": context,
+    material = json.dumps({"model": fingerprint, "loss": loss, "context": context,
                            "optimizer": type(optimizer).__qualname__,
                            "groups": groups, "state": state,
                            "settings": {k: repr(v) for k, v in sorted(settings.items())}},
