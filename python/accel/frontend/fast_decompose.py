@@ -69,7 +69,7 @@ def fast_decompositions(exported: Any) -> Iterator[None]:
     collect = getattr(ep, "_collect_all_valid_cia_ops", None)
     override = getattr(ep, "_override_composite_implicit_decomp", None)
     if collect is None or override is None or os.environ.get("ACCEL_FAST_DECOMPOSE") == "0":
-        yield  # another torch: its own path
+        yield  # another torch, or ACCEL_FAST_DECOMPOSE=0: torch's own path
         return
     in_graph = _graph_ops(exported)
 
