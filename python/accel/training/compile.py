@@ -88,7 +88,7 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
         step_key = step_cache.step_key(model, loss_fn, optimizer, micro, settings,
                                        phase_options) if use_cache else None
         entry = step_cache.lookup(step_key) if step_key is not None else None
-    cached = _linked(entry, named, phase_options) if entry is not None else None
+        cached = _linked(entry, named, phase_options) if entry is not None else None
     if step_key is not None:
         cache.STATS["step_hit" if cached is not None else "step_miss"] += 1
     if cached is not None:
@@ -155,15 +155,14 @@ def _linked(entry: dict[str, Any], named: dict[str, Any], phase_options: Setting
         return None
     graphs, compiled = [], {}
     target = targets.get(phase_options["target"])
-    with phases.phase("step-cache"):
-        for phase in entry["phases"]:
-            outputs = tuple(phase["outputs"])
-            module = step_cache.load_phase(
-                phase, target, phase_settings(phase_options, phase["name"], outputs))
-            if module is None:
-                return None
-            graphs.append(PhaseGraph(phase["name"], None, tuple(phase["inputs"]), outputs))
-            compiled[phase["name"]] = module
+    for phase in entry["phases"]:
+        outputs = tuple(phase["outputs"])
+        module = step_cache.load_phase(
+            phase, target, phase_settings(phase_options, phase["name"], outputs))
+        if module is None:
+            return None
+        graphs.append(PhaseGraph(phase["name"], None, tuple(phase["inputs"]), outputs))
+        compiled[phase["name"]] = module
     return TrainGraphs(graphs), compiled, list(entry["trained"])
 
 

@@ -74,17 +74,17 @@ def lookup(key: str) -> dict[str, Any] | None:
     entry = cache.lookup_step(key)
     if entry is None:
         return None
-    phases = entry.get("phases")
-    trained = entry.get("trained")
-    if not (isinstance(phases, list) and [p.get("name") for p in phases] == list(_PHASES)
-            and isinstance(trained, list) and all(isinstance(n, str) for n in trained)):
+    phases, trained = entry["phases"], entry["trained"]
+    if not (_strings(trained) and len(phases) == len(_PHASES) and all(
+            isinstance(p, dict) and p.get("name") == name and isinstance(p.get("front"), str)
+            and _strings(p.get("inputs")) and _strings(p.get("outputs"))
+            for p, name in zip(phases, _PHASES, strict=True))):
         return None
-    for phase in phases:
-        if not (isinstance(phase.get("front"), str) and
-                all(isinstance(x, str) for x in phase.get("inputs", [None]) +
-                    phase.get("outputs", [None]))):
-            return None
     return entry
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def load_phase(phase: Mapping[str, Any], target: Any, options: Any) -> Any:
