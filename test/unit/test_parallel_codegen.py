@@ -319,15 +319,7 @@ def test_gpu_kernels_ptx_from_workers_is_the_same(workers: None,
     program = import_program(model, (torch.randn(4, 32),), func_name="main")
     text, weights = program.module.operation.get_asm(), dict(program.weights)
     opts = resolve({"target": "nvgpu", "device": "sm_90", "cache": False})
-    emitted: list[int] = []
-    real_map = codegen.parallel_map
-
-    def counting_map(function: str, calls: list[tuple[object, ...]], *args: object,
-                     **kwargs: object) -> list[object]:
-        emitted.append(len(calls))
-        return real_map(function, calls, *args, **kwargs)
-
-    monkeypatch.setattr(codegen, "parallel_map", counting_map)
+    emitted = _count_parallel_map(monkeypatch)
     ptx = {}
     for jobs in ("1", "2"):
         monkeypatch.setenv(codegen.JOBS_ENV, jobs)
@@ -435,15 +427,7 @@ def test_torch_compile_cut_graph_matches_eager(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv(codegen.JOBS_ENV, "2")
     monkeypatch.setattr(codegen, "LINES_PER_PART", 150)
     monkeypatch.setattr(codegen, "PARALLEL_MIN_CHARS", 0)
-    calls: list[int] = []
-    real_map = codegen.parallel_map
-
-    def counting_map(function: str, work: list[tuple[object, ...]], *args: object,
-                     **kwargs: object) -> list[object]:
-        calls.append(len(work))
-        return real_map(function, work, *args, **kwargs)
-
-    monkeypatch.setattr(codegen, "parallel_map", counting_map)
+    calls = _count_parallel_map(monkeypatch)
     torch.manual_seed(0)
     model, x = _Cnn().eval(), torch.randn(2, 3, 8, 8)
     fast = torch.compile(model, backend="accel", options={"cache": False, "opt_level": 1})
@@ -451,3 +435,17 @@ def test_torch_compile_cut_graph_matches_eager(monkeypatch: pytest.MonkeyPatch,
         got, want = fast(x), model(x)
     assert calls and calls[0] >= 2
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _count_parallel_map(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets, for every `codegen.parallel_map` call, how many calls it ran."""
+    counts: list[int] = []
+    real_map = codegen.parallel_map
+
+    def counting_map(function: str, work: list[tuple[object, ...]], *args: object,
+                     **kwargs: object) -> list[object]:
+        counts.append(len(work))
+        return real_map(function, work, *args, **kwargs)
+
+    monkeypatch.setattr(codegen, "parallel_map", counting_map)
+    return counts
