@@ -7,8 +7,8 @@ Every framework runs in this process on the same CUDA tensors, timed with CUDA e
 of speed to each peer (> 1: accel faster). TF32 is off (fp32 means fp32) except in the
 tf32 workload, where accel runs mm_conv_precision_mode=tf32 and torch allow_tf32. accel runs
 through `run_torch` (CUDA tensors in place, no copies). A workload that fails records its
-error and the run goes on. Needs an NVIDIA GPU, torch with CUDA and cuda-bindings; none of
-its figures have been measured yet (docs/nvgpu.md).
+error and the run goes on. Needs an NVIDIA GPU, torch with CUDA and cuda-bindings. Figures
+from an H200: docs/nvgpu.md and results/gpu_h200.json.
 """
 
 from __future__ import annotations
@@ -122,7 +122,11 @@ def _measure(name: str, make: Callable[..., Any], inputs_of: Callable[[], tuple[
     return row
 
 
-def run(names: list[str], iters: int) -> dict[str, dict[str, Any]]:
+def run(names: list[str], iters: int,
+        done: Callable[[dict[str, dict[str, Any]]], None] | None = None,
+        ) -> dict[str, dict[str, Any]]:
+    """Every selected workload in turn; `done(results)` after each, so a run stopped by a
+    time limit still leaves the rows it finished."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -135,6 +139,9 @@ def run(names: list[str], iters: int) -> dict[str, dict[str, Any]]:
             results[name] = _measure(name, make, inputs_of, iters)
         except Exception as err:  # noqa: BLE001 - a failed workload is recorded, not fatal
             results[name] = {"error": f"{type(err).__name__}: {err}"}
+        print(table({name: results[name]}).splitlines()[-1], flush=True)
+        if done is not None:
+            done(results)
     return results
 
 
@@ -162,16 +169,20 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks/gpu.py: no CUDA GPU visible to torch", file=sys.stderr)
         return 2
-    results = run(args.workloads, args.iters)
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(table(results))
-    if args.json:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from run import host_info  # the CPU side of the machine, as every benchmark records
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run import host_info  # the CPU side of the machine, as every benchmark records
 
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "host": host_info(),
-                       "results": results}, f, indent=2)
+    host = host_info()
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+
+    def write(results: dict[str, dict[str, Any]]) -> None:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "host": host,
+                           "torch": torch.__version__, "results": results}, f, indent=2)
+
+    results = run(args.workloads, args.iters, write)
+    print(table(results))
     return 0
 
 

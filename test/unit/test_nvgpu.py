@@ -419,8 +419,11 @@ def test_compute_sanitizer_memcheck_clean(tmp_path) -> None:
         pytest.skip("compute-sanitizer (CUDA toolkit) not on PATH")
     script = tmp_path / "run.py"
     script.write_text(SANITIZED.format(here=str(Path(__file__).parent)))
-    proc = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
-                           sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=900, check=False)
+    # API errors are not reported: cuda-bindings probes the driver for entry points with
+    # cuGetProcAddress, and each absent one is an API "error" (34 on an H200, driver 580);
+    # accel checks every driver call's status itself. Memory errors are what this checks.
+    proc = subprocess.run([sanitizer, "--tool", "memcheck", "--report-api-errors", "no",
+                           "--error-exitcode", "1", sys.executable, str(script)],
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "ERROR SUMMARY: 0 errors" in proc.stdout

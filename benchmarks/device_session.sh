@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One lent GPU machine session, as one prepared script (docs/nvgpu.md, "On a GPU"):
+#   1. pytest -m gpu (numerics against eager on the GPU, CUDA tensors in place, the AOT
+#      library, flash attention, SGEMM, precision modes);
+#   2. benchmarks/gpu.py (accel vs eager, cuBLAS/SDPA and inductor, CUDA events);
+#   3. compute-sanitizer memcheck over the matmul and attention kernels;
+#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1).
+# Each stage has a share of one deadline, so a slow stage cannot starve the rest, and every
+# stage writes its results under $OUT as it goes. Run from the project root on the machine:
+#   source .device/setup.sh && bash benchmarks/device_session.sh [SECONDS]
+set -u
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+budget=${1:-540}
+start=$(date +%s)
+left() { echo $(( start + budget - $(date +%s) )); }
+stage() {  # stage NAME SECONDS_CAP COMMAND...: runs COMMAND under min(cap, time left - 5)
+  local name=$1 cap=$2; shift 2
+  local t; t=$(left); t=$(( t - 5 < cap ? t - 5 : cap ))
+  if [ "$t" -le 10 ]; then echo "== $name: skipped, no time left"; return; fi
+  echo "== $name (limit ${t}s) at +$(( $(date +%s) - start ))s"
+  timeout -k 5 "$t" "$@"
+  echo "== $name: exit $? at +$(( $(date +%s) - start ))s"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+lscpu | grep -E "Model name|^CPU\(s\)|Flags" | cut -c1-200
+python3 -c "import torch, llvmlite, transformers; print('torch', torch.__version__, \
+'llvmlite', llvmlite.__version__, 'transformers', transformers.__version__)"
+stage "pytest -m gpu" 230 python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -rfEs \
+  --junitxml="$out/pytest_gpu.xml" -k "not compute_sanitizer" test/unit
+stage "benchmarks/gpu.py" 150 python3 benchmarks/gpu.py --iters 10 --json "$out/gpu.json"
+stage "compute-sanitizer" 70 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
+  -k compute_sanitizer test/unit/test_nvgpu.py
+stage "cpu benchmarks" 200 python3 benchmarks/run.py --quick \
+  --frameworks torch inductor onnxruntime accel --threads "$(nproc)" 1 \
+  --workloads matmul_1024 conv2d_3x3 mlp_b64 attention resnet18 \
+  --worker-timeout 90 --json "$out/cpu.json"
+echo "== done at +$(( $(date +%s) - start ))s"
