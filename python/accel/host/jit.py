@@ -305,8 +305,8 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     helpers = soft_float_helpers_ir()
     if helpers:
         mod.link_in(llvmx.parse(helpers, "soft-float helpers"))
-    if _callee_types(mod, PARALLEL_FOR) is not None:  # multi-threaded kernels' fork-join
-        mod.link_in(llvmx.parse(parallel_runtime_ir(), "parallel runtime"))
+    if _callee_types(mod, PARALLEL_FOR) is not None:  # multi-threaded kernels' worker pool
+        bind_parallel_runtime()
     _resolve_externals(mod)
     for gv in mod.global_variables:
         if gv.is_declaration and gv.name not in weights and \
@@ -353,6 +353,29 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
                 raise AccelError(f"internal error: no code for @{name} in the compiled object")
         callables[name] = CompiledFunction(sig, address)
     return engine, callables, obj
+
+
+_RUNTIME_ENGINES: list[Any] = []  # the process's one parallel runtime, never freed
+_RUNTIME_LOCK = threading.Lock()
+
+
+def bind_parallel_runtime() -> None:
+    """Compile `accel_parallel_for` and its worker pool once per process and bind the symbol
+    for every JIT module. The pool's workers run this code between calls, so it must live
+    as long as the process: a copy linked into each module would be freed with its module
+    under them, and each module would keep a pool of its own."""
+    with _RUNTIME_LOCK:
+        if _RUNTIME_ENGINES:
+            return
+        mod = llvmx.parse(parallel_runtime_ir(), "parallel runtime")
+        _resolve_externals(mod)
+        tm = llvmx.target_machine(2)
+        llvmx.prepare(mod, tm)
+        llvmx.optimize(mod, tm, 2)
+        engine = llvmx.mcjit(mod, tm)
+        engine.finalize_object()
+        llvmx.add_symbol(PARALLEL_FOR, engine.get_function_address(PARALLEL_FOR))
+        _RUNTIME_ENGINES.append(engine)
 
 
 def _parts(mod: llvmx.ModuleRef, llvm_ir: str) -> list[str]:

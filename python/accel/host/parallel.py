@@ -1,16 +1,21 @@
-"""Fork-join parallel loops for generated code: `accel_parallel_for`, as LLVM IR text.
+"""Parallel loops for generated code: `accel_parallel_for`, as LLVM IR text.
 
     void accel_parallel_for(void (*body)(void *ctx, int64_t lo, int64_t hi),
                             void *ctx, int64_t n);
 
 runs `body` over [0, n) split into T contiguous chunks, T = min(accel_num_threads, n):
-chunk 0 on the calling thread, chunks 1..T-1 on threads made with `pthread_create` and
-joined with `pthread_join` before it returns. With T = 1 it calls `body(ctx, 0, n)` and
-creates no thread; a failed `pthread_create` runs that chunk on the calling thread.
+chunk 0 on the calling thread, chunks 1..T-1 on the workers of a persistent pool
+(`parallel_ir.py`: its protocol, and why). With T = 1 it calls `body(ctx, 0, n)` and
+wakes no worker. A caller that finds the pool in use (another thread's call, or a
+parallel body's own parallel loop) runs fork-join instead: threads made with
+`pthread_create` and joined before it returns; a failed `pthread_create` runs that chunk
+on the calling thread. `ACCEL_THREAD_POOL=0` (read when the runtime is compiled: once per
+process in the JIT, at build time for AOT libraries) makes every call fork-join.
 
-No thread outlives a call and nothing spins: between calls accel holds no threads at all,
-so it cannot oversubscribe the cores PyTorch's (or OpenBLAS') pools use while it is idle,
-and during a call it uses at most `accel_num_threads` cores, the calling one included.
+Idle workers spin for `parallel_ir.SPIN_NS` (200 us) after a call, then sleep on a
+condition variable. So between calls accel holds no core for long, and cannot starve the
+pools PyTorch (or OpenBLAS) runs while it is idle. During a call it uses at most
+`accel_num_threads` cores, the calling one included.
 The thread count is the global `i32 accel_num_threads`:
 
 * JIT: one process-wide `ctypes.c_int32` bound to the symbol (`accel.llvm.engine.add_symbol`),
@@ -24,13 +29,14 @@ Failures (a failed runtime assertion, an integer division by zero, a failed allo
 a worker thread reach the caller: each worker stores the address of a failure cell `{i64
 kind, i64 payload}` on the caller's stack under a pthread key (`accel_failure_key()`), the
 runtime's failure hooks fill the cell there instead of the worker's own record (first
-failure wins), and after joining, `accel_parallel_for` reports the cell's failure again
+failure wins), and once every chunk is done, `accel_parallel_for` reports the cell's failure again
 on the calling thread (`accel.runtime.symbols`). The key is the process's
 (`symbols.failure_key_address`) in the JIT, the library's own (`pthread_once`) in AOT.
 
 Code generators decide statically whether a loop is worth running in parallel (the GEMM
 kernels of `accel-matmul-microkernel` only call it above a work threshold) and choose `n`
-so that one item is worth a thread's start (~20-50 us).
+so that one item is worth a hand-off to a worker (~1-5 us when it spins, ~20-50 us when it
+sleeps).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import ctypes
 import os
 import threading
 
+from accel.host.parallel_ir import pool_ir
 from accel.runtime.symbols import (
     ALLOC_FAIL_SYMBOL,
     ASSERT_FAIL_SYMBOL,
@@ -174,7 +181,29 @@ fork:
   %jobs = alloca %accel.job, i64 MAX_THREADS, align 16
   %cell = alloca [2 x i64], align 16                    ; {kind, payload}: the workers' failure
   store i64 0, ptr %cell
-  br label %spawn
+  %got = cmpxchg ptr @accel_pool_busy, i32 0, i32 1 acquire monotonic
+  %owned = extractvalue { i32, i1 } %got, 1
+  br i1 %owned, label %pool, label %spawn               ; pool taken: fork-join instead
+
+pool:
+  %need = sub nsw i64 %t, 1
+  %workers = call i64 @accel_pool_grow(i64 %need)
+  %cap = add nsw i64 %workers, 1
+  %tp = call i64 @llvm.smin.i64(i64 %t, i64 %cap)
+  %alone = icmp sle i64 %tp, 1
+  br i1 %alone, label %pool_alone, label %pool_run
+
+pool_alone:                             ; no worker could be started
+  call void %body(ptr %ctx, i64 0, i64 %n)
+  br label %pool_release
+
+pool_run:
+  call void @accel_pool_run(ptr %body, ptr %ctx, i64 %n, i64 %tp, ptr %cell, i64 %workers)
+  br label %pool_release
+
+pool_release:
+  store atomic i32 0, ptr @accel_pool_busy release, align 4
+  br label %check
 
 spawn:                                  ; chunk i = [n*i/t, n*(i+1)/t) for i = 1..t-1
   %i = phi i64 [ 1, %fork ], [ %i1, %spawned ]
@@ -307,14 +336,23 @@ out:
 
 
 def parallel_runtime_ir(aot: bool = False, serial: bool = False) -> str:
-    """LLVM IR defining `accel_parallel_for`; for the JIT (`aot` false) it declares
-    `accel_num_threads` and binds it to the process-wide count, for AOT libraries it
-    defines it (read from the environment on first use). `serial` (AOT only) fixes the
+    """LLVM IR defining `accel_parallel_for` and its worker pool (`parallel_ir`); for the
+    JIT (`aot` false) it declares `accel_num_threads` and binds it to the process-wide
+    count, for AOT libraries it defines it (read from the environment on first use) and
+    joins the pool's workers when the library is unloaded. `serial` (AOT only) fixes the
     count at 1: a `user_memory` library's pool allocator is per calling thread and follows
-    the build-time sequence of allocations, which worker threads would break."""
+    the build-time sequence of allocations, which worker threads would break.
+
+    The pool's workers run the runtime's code between calls, so the code must outlive
+    them: the JIT compiles this once per process (`accel.host.jit`), never per module."""
     if not aot:
         _bind_jit_symbols()
-    text = (_RUNTIME.replace("MAX_THREADS", str(MAX_THREADS))
+    runtime = _RUNTIME
+    if os.environ.get("ACCEL_THREAD_POOL", "").strip() == "0":  # fork-join on every call
+        runtime = runtime.replace("br i1 %owned, label %pool, label %spawn",
+                                  "br label %spawn")
+    text = (runtime + pool_ir(MAX_THREADS, aot=aot)).replace("MAX_THREADS", str(MAX_THREADS))
+    text = (text
             .replace("FAIL_ASSERT", str(FAIL_ASSERT)).replace("FAIL_ALLOC", str(FAIL_ALLOC))
             .replace("@ASSERT_FAIL", "@" + ASSERT_FAIL_SYMBOL)
             .replace("@ALLOC_FAIL", "@" + ALLOC_FAIL_SYMBOL))

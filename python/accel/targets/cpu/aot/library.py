@@ -302,6 +302,8 @@ def _emit_model_object(llvm_ir: str, weights: Mapping[str, np.ndarray], name: st
                 raise AccelError(f"user_memory: the code calls '{fn.name}', which the pool "
                                  "allocator does not replace")
             continue
+        if fn.linkage.name in ("internal", "private"):  # the worker pool's: local already
+            continue
         if not fn.name.startswith("__trunc"):
             fn.name = prefix + fn.name
         fn.visibility = "hidden"
@@ -311,7 +313,8 @@ def _emit_model_object(llvm_ir: str, weights: Mapping[str, np.ndarray], name: st
             original = gv.name
             gv.name = prefix + original
             weight_names.append((gv.name, original))
-        elif not gv.is_declaration and gv.linkage.name not in ("internal", "private"):
+        elif not gv.is_declaration and gv.linkage.name not in ("internal", "private") \
+                and not gv.name.startswith("llvm."):  # llvm.global_dtors keeps its name
             gv.name = prefix + gv.name
             gv.visibility = "hidden"
     triple = engine.process_triple()
