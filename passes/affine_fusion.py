@@ -25,9 +25,12 @@ everything the CPU pipeline produces:
    anti-dependence of a reused buffer (one nest only reads it, a later one overwrites it
    in place): fusing the writer into the reader's loops miscompiled a GELU -> matmul ->
    tanh MLP. And it recomputed one writer's slice over another's when several nests write
-   one buffer (a GRU's output sequence, one time step per nest). A function that still has
-   a view, a copy, a reused buffer, a buffer with several writers (other than "initialise,
-   then accumulate"), or a non-affine load/store or call in a loop is left unfused
+   one buffer (a GRU's output sequence, one time step per nest). It does not see calls at
+   all. So (`_fusion_calls.py`): top-level loops with a data-dependent access or a call
+   inside become calls of private functions, and every call gets no-op stand-in accesses
+   that give fusion its edges (removed before `affine-scalrep`). A function that still
+   has a view (other than a call's), a dynamic copy, a reused buffer or a buffer with
+   several writers (other than "initialise, then accumulate") is left unfused
    (`accel-prepare-one-shot` gives every `tensor.empty` use its own buffer, so reuse is
    rare).
 2. Crashes: sibling fusion crashes on an `affine.for` whose `iter_args` results are used
@@ -54,6 +57,13 @@ from typing import Literal
 from accel.ir import InsertionPoint, Module, Operation, dialects, ir
 from accel.isolation import IsolatedFailure, run_pipeline_isolated
 from accel.passes._affine import VIEW_OPS
+from accel.passes._fusion_calls import (
+    add_call_proxies,
+    is_proxy,
+    opaque_nests,
+    outline_nests,
+    remove_call_proxies,
+)
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 
@@ -172,6 +182,8 @@ def _accesses(op: Operation) -> tuple[set[ir.Value], set[ir.Value]]:
     reads: set[ir.Value] = set()
     writes: set[ir.Value] = set()
     for access in ops_named(op, ("affine.load", "affine.store")):
+        if is_proxy(access):  # a call's stand-in (_fusion_calls): not a nest of its own
+            continue
         if access.name == "affine.load":
             reads.add(access.operands[0])
         else:
@@ -236,8 +248,8 @@ def _unsound_reason(func: Operation) -> str | None:
     if hazard:
         return hazard
     for op in ops_named(func):
-        if op.name in VIEW_OPS and any(
-                use.owner.name not in ("func.return", "memref.dealloc")
+        if op.name in VIEW_OPS and any(  # a call's view: its stand-ins use the base
+                use.owner.name not in ("func.return", "memref.dealloc", "func.call")
                 for r in op.results for use in r.uses):
             return f"'{op.name}' still aliases a buffer"
         if op.name == "memref.copy":
@@ -265,7 +277,15 @@ def prepare(func: Operation) -> str | None:
     for view in reversed(ops_named(func, VIEW_OPS)):  # views nothing reads any more
         if not any(list(r.uses) for r in view.results):
             view.erase()
-    return _unsound_reason(func)
+    module = func.parent
+    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value
+             for op in module.regions[0].blocks[0].operations
+             if "sym_name" in op.operation.attributes}
+    # Nests fusion cannot see into (a gather) become calls, which the stand-ins make safe;
+    # the rest of `func` fuses. (Not the writers of a buffer with several: outlined, they
+    # wrote a grad-norm sum that scalar replacement then forwarded across the calls.)
+    outline_nests(func, opaque_nests(func), taken)
+    return add_call_proxies(func) or _unsound_reason(func)
 
 
 # -- guard 2: the upstream passes run in a child process ---------------------------------------
@@ -359,8 +379,10 @@ def accumulations(func: Operation) -> dict[tuple[str, object], int]:
     return counts
 
 
-def _replace_functions(module: Operation, funcs: list[Operation], fused_text: str) -> None:
-    """Swap in each fused function unless fusion repeated an accumulation in it.
+def _replace_functions(module: Operation, funcs: list[Operation], fused_text: str, *,
+                       check: bool = True) -> list[Operation]:
+    """Swap in each fused function unless fusion repeated an accumulation in it (`check`);
+    returns the functions swapped in.
 
     MLIR's fusion keeps a producer nest it cannot remove and recomputes its slice in the
     consumer; for a read-modify-write reduction that adds it twice (found on `mean` next to
@@ -370,14 +392,17 @@ def _replace_functions(module: Operation, funcs: list[Operation], fused_text: st
     fused = Module.parse(fused_text)
     by_name = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
                for op in fused.body.operations if op.operation.name == "func.func"}
+    swapped = []
     for func in funcs:
         new = by_name[ir.StringAttr(func.attributes["sym_name"]).value]
-        before, after = accumulations(func), accumulations(new)
-        if any(n > before.get(key, 0) for key, n in after.items()):
-            continue
-        _privates_to_stack(new)
+        if check:
+            before, after = accumulations(func), accumulations(new)
+            if any(n > before.get(key, 0) for key, n in after.items()):
+                continue
         new.move_before(func)
         func.erase()
+        swapped.append(new)
+    return swapped
 
 
 #: Fusion-private buffers up to this size live on the stack, where LLVM's SROA and mem2reg
@@ -420,20 +445,20 @@ class AffineFusion(ModulePass):
         if self.compute_tolerance < 0:
             self.fail(module, f"compute-tolerance must be >= 0, got {self.compute_tolerance}")
         ready = []
-        for func in _functions(module):
-            if not ops_named(func, ("affine.for",)):
-                continue
-            if prepare(func) is None:
-                ready.append(func)
-        if not ready:
-            return
-        for func in ready:
-            _tag_buffers(func)
         try:
-            self._fuse(module, ready)
-        finally:
+            for func in _functions(module):
+                if not ops_named(func, ("affine.for",)):
+                    continue
+                if prepare(func) is None:
+                    ready.append(func)
+            for func in ready:
+                _tag_buffers(func)
+            if ready:
+                self._fuse(module, ready)
+        finally:  # unfused functions too may hold call stand-ins
             for func in _functions(module):
                 _untag_buffers(func)
+                remove_call_proxies(func)
 
     def _fuse(self, module: Operation, ready: list[Operation]) -> None:
         mode = self.mode
@@ -444,9 +469,17 @@ class AffineFusion(ModulePass):
         options = f"mode={mode} compute-tolerance={self.compute_tolerance}"
         if self.maximal:
             options += " maximal"
-        passes = [f"affine-loop-fusion{{{options}}}"]
-        if self.scalar_replace:
-            passes.append("affine-scalrep")
-        fused = run_isolated(module, ready, ",".join(passes))
-        if fused is not None:
-            _replace_functions(module, ready, fused)
+        fused = run_isolated(module, ready, f"affine-loop-fusion{{{options}}}")
+        if fused is None:
+            return
+        swapped = _replace_functions(module, ready, fused)
+        # The calls' stand-ins go before scalar replacement: it forwards across calls
+        # it cannot see too, and made a stand-in store stale values (a grad-norm sum).
+        for func in swapped:
+            remove_call_proxies(func)
+        if self.scalar_replace and swapped:
+            replaced = run_isolated(module, swapped, "affine-scalrep")
+            if replaced is not None:
+                swapped = _replace_functions(module, swapped, replaced, check=False)
+        for func in swapped:
+            _privates_to_stack(func)

@@ -288,3 +288,72 @@ func.func @many_writers(%x: memref<4xf32>) -> memref<4xf32> {
   }
   return %out : memref<4xf32>
 }
+
+// -----
+
+// A call between a writer and a reader of its buffer: MLIR's fusion does not see calls and
+// merged the reader into the writer ahead of the call (reading what the call overwrites).
+// The call's stand-ins (erased afterwards) keep both nests where they are.
+// CHECK-LABEL: func.func @call_between
+// CHECK:         affine.for
+// CHECK-NEXT:      affine.store %{{.*}}, %[[BUF:[a-z_0-9]+]]{{\[}}
+// CHECK-NOT:       affine.store
+// CHECK:         call @overwrite(%[[BUF]])
+// CHECK-NEXT:    affine.for
+// CHECK-NEXT:      affine.load %[[BUF]]
+// CHECK-NOT:     accel.call_proxy
+func.func private @overwrite(memref<8xf32>)
+func.func @call_between(%out: memref<8xf32>) {
+  %a = memref.alloc() : memref<8xf32>
+  %one = arith.constant 1.0 : f32
+  affine.for %i = 0 to 8 {
+    affine.store %one, %a[%i] : memref<8xf32>
+  }
+  func.call @overwrite(%a) : (memref<8xf32>) -> ()
+  affine.for %i = 0 to 8 {
+    %v = affine.load %a[%i] : memref<8xf32>
+    affine.store %v, %out[%i] : memref<8xf32>
+  }
+  memref.dealloc %a : memref<8xf32>
+  return
+}
+
+// -----
+
+// A gather (a load at a data-dependent index, cross-entropy's) moves into a function of
+// its own; the elementwise chain around it still fuses (it used to leave all unfused).
+// CHECK-LABEL: func.func @gather_outlined
+// CHECK:         affine.for
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK-NOT:     affine.for
+// CHECK:         call @gather_outlined_nest0
+// CHECK-NOT:     accel.call_proxy
+// CHECK:       func.func private @gather_outlined_nest0
+// CHECK:         memref.load
+func.func @gather_outlined(%x: memref<4x8xf32>, %idx: memref<4xindex>, %y: memref<4x8xf32>,
+                           %g: memref<4xf32>) {
+  %t = memref.alloc() : memref<4x8xf32>
+  %two = arith.constant 2.0 : f32
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[%i, %j] : memref<4x8xf32>
+      %m = arith.mulf %v, %two : f32
+      affine.store %m, %t[%i, %j] : memref<4x8xf32>
+    }
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %t[%i, %j] : memref<4x8xf32>
+      %s = arith.addf %v, %two : f32
+      affine.store %s, %y[%i, %j] : memref<4x8xf32>
+    }
+  }
+  affine.for %i = 0 to 4 {
+    %k = affine.load %idx[%i] : memref<4xindex>
+    %v = memref.load %x[%i, %k] : memref<4x8xf32>
+    affine.store %v, %g[%i] : memref<4xf32>
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}

@@ -82,6 +82,9 @@ AFFINE_FUSION: list[str] = [
     "accel-outline-nonaffine-linalg",
     # linalg on memrefs -> affine loops, which fusion's dependence analysis understands.
     "func.func(convert-linalg-to-affine-loops)",
+    # Loads/stores whose indices are affine after all (a max pool's 2*i + k, computed with
+    # arith) become affine ones, which fusion sees; only data-dependent ones stay opaque.
+    "func.func(affine-raise-from-memref)",
     # Producer-consumer and sibling fusion of the nests, then scalar replacement.
     "accel-affine-fusion",
     # Unit dims leave one-iteration loops whose variable indexes what others index with 0;

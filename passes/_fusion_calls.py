@@ -1,0 +1,113 @@
+"""Calls and data-dependent accesses in a function that `accel-affine-fusion` fuses.
+
+Why: MLIR's `affine-loop-fusion` builds its dependence graph from affine loads and stores
+only, so a top-level `func.call` is invisible to it. Given a nest that writes a buffer, a
+call that overwrites it, and a nest that reads it, fusion merged the reader into the writer
+ahead of the call: the reader saw the old values (test_affine_fusion's call case). So:
+
+* Before each top-level call, one tagged `affine.load` and `affine.store` of element 0 of
+  each buffer the call takes (through views: of the base buffer) stand in for the call's
+  accesses. Fusion's graph then has an edge from every nest that touches such a buffer to
+  the call, and none moves across it. The pair is a no-op (it stores what it read), and it
+  is erased after fusion.
+* A top-level nest that reads or writes with a data-dependent index (`memref.load
+  %logp[%i, %label]`: cross-entropy's gather) moves into a private function called in its
+  place (`OutlineNonAffineLinalg._outline`), and the call gets the stand-ins above. Such
+  a nest used to leave the whole function unfused: every BatchNorm, ReLU and pooling nest
+  of a CNN's training forward ran as a loop of its own, with full-size temporaries.
+* The stand-ins are erased before `affine-scalrep`, which does not see calls either: it
+  forwarded one stand-in's load across a call into the next stand-in's store, which wrote
+  a stale grad-norm sum back (when the writers of a sum were outlined; they no longer
+  are).
+
+`isEscapingMemref` in MLIR already keeps a buffer that a call or view uses from being
+privatised, so the call reads and writes the real buffer.
+"""
+
+from __future__ import annotations
+
+from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes._affine import VIEW_OPS
+from accel.passes.base import ops_named
+from accel.passes.outline_nonaffine_linalg import OutlineNonAffineLinalg
+
+#: Unit attribute on the stand-in loads and stores (erased after fusion).
+PROXY = "accel.call_proxy"
+#: Ops inside a loop that fusion's dependence analysis cannot see.
+_OPAQUE = ("memref.load", "memref.store", "func.call")
+
+
+def base_buffer(value: ir.Value) -> ir.Value:
+    """The buffer under a chain of views."""
+    while isinstance(value.owner, ir.OpView | ir.Operation) and value.owner.name in VIEW_OPS:
+        value = value.owner.operation.operands[0]
+    return value
+
+
+def opaque_nests(func: Operation) -> list[Operation]:
+    """Top-level loops holding a non-affine access or a call: `affine.for` nests, and `scf`
+    loops (a `tm_tensor.scatter` lowers to them: max-pool's backward)."""
+    return [op.operation for op in func.regions[0].blocks[0].operations
+            if op.operation.name in ("affine.for", "scf.for", "scf.while", "scf.parallel")
+            and ops_named(op.operation, _OPAQUE)]
+
+
+def outline_nests(func: Operation, nests: list[Operation], taken: set[str]) -> None:
+    """Move each of `nests` (top-level `affine.for`s of `func`) into a private function
+    (`<func>_nest<k>`), called where it was. Nests whose results are used stay."""
+    fname = ir.StringAttr(func.attributes["sym_name"]).value
+    count = 0
+    for op in nests:
+        if op.results:
+            continue
+        while f"{fname}_nest{count}" in taken:
+            count += 1
+        name = f"{fname}_nest{count}"
+        taken.add(name)
+        OutlineNonAffineLinalg._outline(func, op, name)
+
+
+def add_call_proxies(func: Operation) -> str | None:
+    """Stand-ins for each top-level call's buffers (see the module docstring); returns why
+    it cannot (a buffer with no element 0: dynamic or empty), None when done."""
+    unit = ir.UnitAttr.get()
+    for call in list(func.regions[0].blocks[0].operations):
+        call = call.operation
+        if call.name != "func.call":
+            continue
+        bases: list[ir.Value] = []
+        for operand in call.operands:
+            if not isinstance(operand.type, ir.MemRefType):
+                continue
+            base = base_buffer(operand)
+            if not any(base == b for b in bases):
+                bases.append(base)
+        for base in bases:
+            shape = ir.MemRefType(base.type)
+            if not shape.has_static_shape or 0 in shape.shape:
+                return "a call on a dynamically shaped or empty buffer"
+            zero = ir.AffineMap.get(0, 0, [ir.AffineExpr.get_constant(0)] * shape.rank)
+            with call.location, InsertionPoint(call):
+                load = dialects.affine.AffineLoadOp(shape.element_type, base, [], zero)
+                store = dialects.affine.AffineStoreOp(load.result, base, [], zero)
+            load.operation.attributes[PROXY] = unit
+            store.operation.attributes[PROXY] = unit
+    return None
+
+
+def is_proxy(op: Operation) -> bool:
+    return PROXY in op.attributes
+
+
+def remove_call_proxies(func: Operation) -> None:
+    """Erase the stand-ins (stores first: each uses its load's value)."""
+    found = [o for o in ops_named(func, ("affine.store", "affine.load")) if is_proxy(o)]
+    loads = [o for o in found if o.name == "affine.load"]
+    for op in found:
+        if op.name == "affine.store":
+            op.erase()
+    for op in loads:
+        if not list(op.results[0].uses):
+            op.erase()
+        else:  # fusion forwarded it somewhere: keep the (harmless) load, untagged
+            del op.attributes[PROXY]
