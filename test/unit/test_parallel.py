@@ -23,58 +23,42 @@ from accel.host import parallel
 from accel.llvm import engine as llvmx
 from samples import matmul_source
 
-_BODY = """\
+_LOOP = """\
 declare void @accel_parallel_for(ptr, ptr, i64)
-
-define void @body(ptr %ctx, i64 %lo, i64 %hi) {
+{decls}
+define void @body(ptr %ctx, i64 %lo, i64 %hi) {{
 entry:
+{prelude}
+  %some = icmp slt i64 %lo, %hi
+  br i1 %some, label %loop, label %done
+loop:
+  %i = phi i64 [ %lo, %entry ], [ %i1, %loop ]
+{each}
+  %i1 = add i64 %i, 1
+  %more = icmp slt i64 %i1, %hi
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+
+define void @run(ptr %ctx, i64 %n) {{
+  call void @accel_parallel_for(ptr @body, ptr %ctx, i64 %n)
+  ret void
+}}
+"""
+
+#: ctx = [calls, count of index 0, count of index 1, ...]: each call and index counted.
+_BODY = _LOOP.format(decls="", prelude="""\
   %calls = atomicrmw add ptr %ctx, i64 1 seq_cst
-  %counts = getelementptr i64, ptr %ctx, i64 1
-  %some = icmp slt i64 %lo, %hi
-  br i1 %some, label %loop, label %done
-loop:
-  %i = phi i64 [ %lo, %entry ], [ %i1, %loop ]
+  %counts = getelementptr i64, ptr %ctx, i64 1""", each="""\
   %p = getelementptr i64, ptr %counts, i64 %i
-  %old = atomicrmw add ptr %p, i64 1 seq_cst
-  %i1 = add i64 %i, 1
-  %more = icmp slt i64 %i1, %hi
-  br i1 %more, label %loop, label %done
-done:
-  ret void
-}
+  %old = atomicrmw add ptr %p, i64 1 seq_cst""")
 
-define void @run(ptr %ctx, i64 %n) {
-  call void @accel_parallel_for(ptr @body, ptr %ctx, i64 %n)
-  ret void
-}
-"""
-
-
-_TIDS = """\
-declare void @accel_parallel_for(ptr, ptr, i64)
-declare i32 @gettid()
-
-define void @body(ptr %ctx, i64 %lo, i64 %hi) {
-entry:
-  %tid = call i32 @gettid()
-  %some = icmp slt i64 %lo, %hi
-  br i1 %some, label %loop, label %done
-loop:
-  %i = phi i64 [ %lo, %entry ], [ %i1, %loop ]
+#: ctx = i32 per index: the id of the thread that ran it.
+_TIDS = _LOOP.format(decls="declare i32 @gettid()", prelude="""\
+  %tid = call i32 @gettid()""", each="""\
   %p = getelementptr i32, ptr %ctx, i64 %i
-  store i32 %tid, ptr %p
-  %i1 = add i64 %i, 1
-  %more = icmp slt i64 %i1, %hi
-  br i1 %more, label %loop, label %done
-done:
-  ret void
-}
-
-define void @run(ptr %ctx, i64 %n) {
-  call void @accel_parallel_for(ptr @body, ptr %ctx, i64 %n)
-  ret void
-}
-"""
+  store i32 %tid, ptr %p""")
 
 #: Engines whose runtime a pool's workers may still be running: kept for the process.
 _KEEP: list = []
