@@ -12,13 +12,14 @@ ahead of the call: the reader saw the old values (test_affine_fusion's call case
   is erased after fusion.
 * A top-level nest that reads or writes with a data-dependent index (`memref.load
   %logp[%i, %label]`: cross-entropy's gather) moves into a private function called in its
-  place (`OutlineNonAffineLinalg._outline`), and the call gets the stand-ins above. Such
-  a nest used to leave the whole function unfused: every BatchNorm, ReLU and pooling nest
-  of a CNN's training forward ran as a loop of its own, with full-size temporaries.
-* The stand-ins are erased before `affine-scalrep`, which does not see calls either: it
-  forwarded one stand-in's load across a call into the next stand-in's store, which wrote
-  a stale grad-norm sum back (when the writers of a sum were outlined; they no longer
-  are).
+  place (`OutlineNonAffineLinalg._outline`), and the call gets the stand-ins above. So do
+  the nests that write one buffer in pieces (a `torch.cat`: zeros, then each part; an
+  RNN's time steps), which MLIR's fusion recomputes over each other. Either used to leave
+  the whole function unfused: every BatchNorm, ReLU and pooling nest of a CNN's training
+  step ran as a loop of its own, with full-size temporaries.
+* The stand-ins are erased before `affine-scalrep` runs: with them in place its output
+  summed a clipped optimizer's grad norm wrongly (test_accel_compile's training build,
+  whose norm accumulations had become calls); without them it is right.
 
 `isEscapingMemref` in MLIR already keeps a buffer that a call or view uses from being
 privatised, so the call reads and writes the real buffer.

@@ -27,12 +27,12 @@ everything the CPU pipeline produces:
    tanh MLP. And it recomputed one writer's slice over another's when several nests write
    one buffer (a GRU's output sequence, one time step per nest). It does not see calls at
    all. So (`_fusion_calls.py`): top-level loops with a data-dependent access or a call
-   inside become calls of private functions, and every call gets no-op stand-in accesses
-   that give fusion its edges (removed before `affine-scalrep`). A function that still
-   has a view (other than a call's), a dynamic copy, a reused buffer or a buffer with
-   several writers (other than "initialise, then accumulate") is left unfused
-   (`accel-prepare-one-shot` gives every `tensor.empty` use its own buffer, so reuse is
-   rare).
+   inside, and the writers of a buffer with several (other than "initialise, then
+   accumulate"), become calls of private functions; every call gets no-op stand-in
+   accesses that give fusion its edges (removed before `affine-scalrep`). A function that
+   still has a view (other than a call's), a dynamic copy, a reused buffer or a top-level
+   writer that is no loop is left unfused (`accel-prepare-one-shot` gives every
+   `tensor.empty` use its own buffer, so reuse is rare).
 2. Crashes: sibling fusion crashes on an `affine.for` whose `iter_args` results are used
    (llvm-project issues 212046, 212048): such functions get producer-consumer fusion only.
    And because other upstream crashes exist, the fusion runs in a forked child process
@@ -222,8 +222,9 @@ def _initialises(nest: Operation, memref: ir.Value) -> bool:
     return True
 
 
-def _many_writers(func: Operation) -> str | None:
-    """A buffer written by several nests, other than "initialise, then accumulate".
+def _shared_writers(func: Operation) -> list[list[Operation]]:
+    """The top-level writers of each buffer written by several, other than "initialise,
+    then accumulate".
 
     MLIR's producer-consumer fusion recomputed one writer's slice over another's (a GRU,
     whose output sequence is written one time step per nest, read back garbage).
@@ -233,13 +234,13 @@ def _many_writers(func: Operation) -> str | None:
         _, writes = _accesses(op.operation)
         for memref in writes:
             writers.setdefault(memref, []).append(op.operation)
-    for memref, nests in writers.items():
-        if len(nests) == 1:
-            continue
-        if len(nests) == 2 and _initialises(nests[0], memref):
-            continue
-        return f"a buffer written by {len(nests)} loop nests"
-    return None
+    return [nests for memref, nests in writers.items() if len(nests) > 1
+            and not (len(nests) == 2 and _initialises(nests[0], memref))]
+
+
+def _many_writers(func: Operation) -> str | None:
+    shared = _shared_writers(func)
+    return f"a buffer written by {len(shared[0])} loop nests" if shared else None
 
 
 def _unsound_reason(func: Operation) -> str | None:
@@ -281,10 +282,12 @@ def prepare(func: Operation) -> str | None:
     taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value
              for op in module.regions[0].blocks[0].operations
              if "sym_name" in op.operation.attributes}
-    # Nests fusion cannot see into (a gather) become calls, which the stand-ins make safe;
-    # the rest of `func` fuses. (Not the writers of a buffer with several: outlined, they
-    # wrote a grad-norm sum that scalar replacement then forwarded across the calls.)
+    # Nests fusion cannot see into (a gather) or must not recompute over each other (the
+    # pieces of a `torch.cat`, an RNN's time steps) become calls, which the stand-ins make
+    # safe; the rest of `func` fuses.
     outline_nests(func, opaque_nests(func), taken)
+    outline_nests(func, [n for group in _shared_writers(func) for n in group
+                         if n.name == "affine.for"], taken)
     return add_call_proxies(func) or _unsound_reason(func)
 
 
@@ -473,8 +476,8 @@ class AffineFusion(ModulePass):
         if fused is None:
             return
         swapped = _replace_functions(module, ready, fused)
-        # The calls' stand-ins go before scalar replacement: it forwards across calls
-        # it cannot see too, and made a stand-in store stale values (a grad-norm sum).
+        # The calls' stand-ins go before scalar replacement: with them in place, its
+        # output summed a clipped optimizer's grad norm wrongly (_fusion_calls.py).
         for func in swapped:
             remove_call_proxies(func)
         if self.scalar_replace and swapped:
