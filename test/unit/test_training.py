@@ -169,6 +169,32 @@ def test_eager_compiled_eager_continuation_and_state_dict() -> None:
     assert restored.state[model.fc.weight]["exp_avg"].shape == model.fc.weight.shape
 
 
+def test_update_takes_new_storage_only_where_nothing_else_shares_it() -> None:
+    """The update gives a parameter or state tensor its new buffer (no copy) unless another
+    tensor shares its storage; either way every holder sees eager's values: the Parameter
+    and state objects (adopted), a view and a detached alias kept by the user (copied)."""
+    model, eager, opt, eager_opt = twins(mlp(), OPTIMIZERS["adam"])
+    step = accel.compile_train_step(model, classify, opt, vector_batch(0))
+    step(*vector_batch(0))
+    eager_step(eager, eager_opt, classify, vector_batch(0))
+    weight, row = model.fc1.weight, model.fc2.weight[0]  # fc2.weight: viewed by `row`
+    alias = model.fc3.bias.detach()
+    exp_avg = opt.state[model.fc1.weight]["exp_avg"]
+    before = {"fc1": weight.data_ptr(), "fc2": model.fc2.weight.data_ptr(),
+              "fc3": model.fc3.bias.data_ptr()}
+    for i in range(1, 4):
+        step(*vector_batch(i))
+        eager_step(eager, eager_opt, classify, vector_batch(i))
+    assert model.fc1.weight is weight and weight.data_ptr() != before["fc1"]  # adopted
+    assert model.fc2.weight.data_ptr() == before["fc2"]  # copied: `row` views it
+    assert model.fc3.bias.data_ptr() == before["fc3"]  # copied: `alias` shares it
+    assert opt.state[model.fc1.weight]["exp_avg"] is exp_avg
+    assert_same_training(model, eager, opt, eager_opt)
+    assert_close_rel(row, eager.fc2.weight[0], "the view")
+    assert_close_rel(alias, eager.fc3.bias, "the alias")
+    assert_close_rel(exp_avg, eager_opt.state[eager.fc1.weight]["exp_avg"], "exp_avg")
+
+
 def test_lr_scheduler_takes_effect_without_recompiling() -> None:
     model = mlp()
     eager = copy.deepcopy(model)

@@ -143,6 +143,7 @@ class TrainStep:
             else:
                 torch._foreach_add_(grads, ordered)
         assert grads is not None
+        del params  # views of the parameters: the update may then adopt new storage
         if self.settings.get("data_parallel"):
             from accel.training.distributed import all_reduce_sum
 
@@ -211,8 +212,9 @@ class TrainStep:
         n = len(params)
         if self.settings.get("clip_grad_norm") is not None:
             self.grad_norm = out.pop()
+        del data, states  # they share the parameters' and the state's storage
         with torch.no_grad():
-            torch._foreach_copy_(data, out[:n])
+            adopt_or_copy(list(params), out[:n])
             self._write_state(out[n:])
         optimizers.advance_steps(opt, spec, params)
         # What optimizer.step() would mark: LR schedulers check it to warn about order.
@@ -231,10 +233,9 @@ class TrainStep:
         return 1.0 / (steps * world)
 
     def _write_state(self, values: list[Any]) -> None:
-        """New optimizer state into `optimizer.state`: copied into the tensors already there
-        (in place, like torch), bound where torch would create one (SGD's first step)."""
-        import torch
-
+        """New optimizer state into `optimizer.state`: into the tensors already there (as
+        in place, like torch: `adopt_or_copy`), bound where torch would create one (SGD's
+        first step)."""
         opt, spec = self.optimizer, self.spec
         offset = 0
         targets, sources = [], []
@@ -250,7 +251,7 @@ class TrainStep:
                     targets.append(current)
                     sources.append(value)
         if targets:
-            torch._foreach_copy_(targets, sources)
+            adopt_or_copy(targets, sources)
 
     def _use_spec(self, spec: optimizers.OptimizerSpec) -> None:
         """Switch to the optimizer graph of `spec` (compiled once per structure)."""
@@ -283,3 +284,44 @@ class TrainStep:
     def __repr__(self) -> str:
         return (f"TrainStep({type(self.optimizer).__name__}, {len(self._trained)} trained "
                 f"parameters, phases {', '.join(self.graphs.names())})")
+
+
+def adopt_or_copy(targets: list[Any], sources: list[Any]) -> None:
+    """Give each target tensor its new value: `target.data = source` where no other tensor
+    shares the target's storage, a copy otherwise.
+
+    Why: the optimizer phase returns new buffers for the parameters and the state, and
+    copying them back was ~1.2 ms of an 8 ms MLP step (8 MB at batch 64). Taking the new
+    buffer is the same as an in-place update for everyone holding the target tensor object
+    (a Parameter, `optimizer.state[p]["exp_avg"]`); only another tensor on the same storage
+    (a view, a `.detach()` kept somewhere) would miss it, so then it copies, as before.
+    """
+    import torch
+
+    use_count = getattr(torch._C, "_storage_Use_Count", None)
+    seen: set[int] = set()
+    copy_to, copy_from = [], []
+    for target, source in zip(targets, sources, strict=True):
+        ptr = source.data_ptr()
+        if use_count is not None and ptr not in seen and _adoptable(target, source, use_count):
+            seen.add(ptr)
+            target.data = source
+        else:
+            copy_to.append(target)
+            copy_from.append(source)
+    if copy_to:
+        torch._foreach_copy_(copy_to, copy_from)
+
+
+def _adoptable(target: Any, source: Any, use_count: Any) -> bool:
+    """`target` alone on a storage it fills, and `source` alike, of the same layout."""
+    # A storage's use count here: the tensor's own reference and the one of the temporary
+    # `untyped_storage()` object.
+    return (target.dtype == source.dtype and target.shape == source.shape
+            and target.device == source.device and target.is_contiguous()
+            and source.is_contiguous() and target.storage_offset() == 0
+            and source.storage_offset() == 0
+            and target.untyped_storage().nbytes() == target.numel() * target.element_size()
+            and source.untyped_storage().nbytes() == source.numel() * source.element_size()
+            and use_count(target.untyped_storage()._cdata) == 2
+            and use_count(source.untyped_storage()._cdata) == 2)
