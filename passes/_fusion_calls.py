@@ -12,7 +12,7 @@ ahead of the call: the reader saw the old values (test_affine_fusion's call case
   is erased after fusion.
 * A top-level nest that reads or writes with a data-dependent index (`memref.load
   %logp[%i, %label]`: cross-entropy's gather) moves into a private function called in its
-  place (`OutlineNonAffineLinalg._outline`), and the call gets the stand-ins above. So do
+  place (`outline_nonaffine_linalg.outline_op`), and the call gets the stand-ins above. So do
   the nests that write one buffer in pieces (a `torch.cat`: zeros, then each part; an
   RNN's time steps), which MLIR's fusion recomputes over each other. Either used to leave
   the whole function unfused: every BatchNorm, ReLU and pooling nest of a CNN's training
@@ -30,7 +30,7 @@ from __future__ import annotations
 from accel.ir import InsertionPoint, Operation, dialects, ir
 from accel.passes._affine import VIEW_OPS
 from accel.passes.base import ops_named
-from accel.passes.outline_nonaffine_linalg import OutlineNonAffineLinalg
+from accel.passes.outline_nonaffine_linalg import fresh_symbol, outline_op
 
 #: Unit attribute on the stand-in loads and stores (erased after fusion).
 PROXY = "accel.call_proxy"
@@ -57,15 +57,9 @@ def outline_nests(func: Operation, nests: list[Operation], taken: set[str]) -> N
     """Move each of `nests` (top-level `affine.for`s of `func`) into a private function
     (`<func>_nest<k>`), called where it was. Nests whose results are used stay."""
     fname = ir.StringAttr(func.attributes["sym_name"]).value
-    count = 0
     for op in nests:
-        if op.results:
-            continue
-        while f"{fname}_nest{count}" in taken:
-            count += 1
-        name = f"{fname}_nest{count}"
-        taken.add(name)
-        OutlineNonAffineLinalg._outline(func, op, name)
+        if not op.results:
+            outline_op(func, op, fresh_symbol(f"{fname}_nest", taken))
 
 
 def add_call_proxies(func: Operation) -> str | None:

@@ -65,6 +65,7 @@ from accel.passes._fusion_calls import (
     remove_call_proxies,
 )
 from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.outline_nonaffine_linalg import symbol_names
 
 
 def _functions(module: Operation) -> list[Operation]:
@@ -278,10 +279,7 @@ def prepare(func: Operation) -> str | None:
     for view in reversed(ops_named(func, VIEW_OPS)):  # views nothing reads any more
         if not any(list(r.uses) for r in view.results):
             view.erase()
-    module = func.parent
-    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value
-             for op in module.regions[0].blocks[0].operations
-             if "sym_name" in op.operation.attributes}
+    taken = symbol_names(func.parent)
     # Nests fusion cannot see into (a gather) or must not recompute over each other (the
     # pieces of a `torch.cat`, an RNN's time steps) become calls, which the stand-ins make
     # safe; the rest of `func` fuses.

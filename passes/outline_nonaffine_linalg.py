@@ -55,46 +55,55 @@ class OutlineNonAffineLinalg(ModulePass):
     name = "accel-outline-nonaffine-linalg"
 
     def apply(self, module: Operation) -> None:
-        body = module.regions[0].blocks[0]
-        names = {ir.StringAttr(op.operation.attributes["sym_name"]).value
-                 for op in body.operations if "sym_name" in op.operation.attributes}
+        names = symbol_names(module)
         for func in ops_named(module, ("func.func",)):
             fname = ir.StringAttr(func.attributes["sym_name"]).value
-            count = 0
             for op in ops_named(func, None):
                 if not op.name.startswith("linalg.") or not _needs_outlining(op):
                     continue
-                while f"{fname}_linalg{count}" in names:
-                    count += 1
-                name = f"{fname}_linalg{count}"
-                names.add(name)
-                self._outline(func, op, name)
+                outline_op(func, op, fresh_symbol(f"{fname}_linalg", names))
 
-    @staticmethod
-    def _outline(func: Operation, op: Operation, name: str) -> None:
-        """Move `op` into a new private function `@name` after `func`; call it instead.
-        Values its body uses from outside (a linalg region may capture them) become
-        arguments too."""
-        operands = list(op.operands)
-        captured = _captures(op)
-        ftype = ir.FunctionType.get([v.type for v in operands + captured], [])
-        with op.location, InsertionPoint.after(func):
-            outlined = dialects.func.FuncOp(name, ftype, visibility="private")
-            entry = outlined.add_entry_block()
-        args = list(entry.arguments)
-        with op.location, InsertionPoint(entry):
-            clone = op.clone()
-            for i, arg in enumerate(args[:len(operands)]):
-                clone.operands[i] = arg
-            for inner in ops_named(clone, None)[1:]:
-                for i, value in enumerate(inner.operands):
-                    for outer, arg in zip(captured, args[len(operands):], strict=True):
-                        if value == outer:
-                            inner.operands[i] = arg
-            dialects.func.ReturnOp([])
-        with op.location, InsertionPoint(op):
-            dialects.func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands + captured)
-        op.erase()
+
+def symbol_names(module: Operation) -> set[str]:
+    """The symbol names of `module`'s top-level ops."""
+    return {ir.StringAttr(op.operation.attributes["sym_name"]).value
+            for op in module.regions[0].blocks[0].operations
+            if "sym_name" in op.operation.attributes}
+
+
+def fresh_symbol(prefix: str, taken: set[str]) -> str:
+    """`<prefix><k>` for the least k not in `taken` (added to it)."""
+    count = 0
+    while f"{prefix}{count}" in taken:
+        count += 1
+    taken.add(f"{prefix}{count}")
+    return f"{prefix}{count}"
+
+
+def outline_op(func: Operation, op: Operation, name: str) -> None:
+    """Move `op` into a new private function `@name` after `func`; call it instead.
+    Values its body uses from outside (a linalg region may capture them) become
+    arguments too."""
+    operands = list(op.operands)
+    captured = _captures(op)
+    ftype = ir.FunctionType.get([v.type for v in operands + captured], [])
+    with op.location, InsertionPoint.after(func):
+        outlined = dialects.func.FuncOp(name, ftype, visibility="private")
+        entry = outlined.add_entry_block()
+    args = list(entry.arguments)
+    with op.location, InsertionPoint(entry):
+        clone = op.clone()
+        for i, arg in enumerate(args[:len(operands)]):
+            clone.operands[i] = arg
+        for inner in ops_named(clone, None)[1:]:
+            for i, value in enumerate(inner.operands):
+                for outer, arg in zip(captured, args[len(operands):], strict=True):
+                    if value == outer:
+                        inner.operands[i] = arg
+        dialects.func.ReturnOp([])
+    with op.location, InsertionPoint(op):
+        dialects.func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands + captured)
+    op.erase()
 
 
 def _captures(op: Operation) -> list[ir.Value]:
