@@ -225,3 +225,35 @@ def test_round_trip_of_bindings_output() -> None:
     assert read("f64s", "uint64", 1).tolist() == [0x7FF8000000000001]
     scalar = ctypes.CFUNCTYPE(ctypes.c_float)(engine.get_function_address("scalar"))
     assert _bits32(scalar()) == 0x3FB504F3
+
+
+# -- the constant-array fast path -------------------------------------------------------------
+def test_constant_array_lines_match_the_token_scan() -> None:
+    """A line where every literal follows its type (a weights array) is rewritten in bulk,
+    float hex through numpy: the same text as the token-by-token scan, NaN payloads, signs,
+    infinities, subnormals, decimals (exact or not) and other types included."""
+    from accel.llvm.normalize import _normalize_line, _normalize_pairs
+
+    rng = np.random.default_rng(0)
+    bits = [int(b) for b in rng.integers(0, 1 << 32, 3000, dtype=np.uint64)]
+    bits += [0x7F800000, 0xFF800000, 0x7FA00001, 0xFFC00000, 0x7FC00001, 0x00000001,
+             0x80000000, 0x00000000, 0x007FFFFF]
+    items = [f"float f0x{b:08X}" for b in bits]
+    items += ["float -3.693920e-01", "float 1.500000e+00", "float -0.000000e+00",
+              "half 1.414060e+00", "half f0x3E00", "bfloat f0x3FC0", "double +nan(0x1)",
+              "float +inf", "float -qnan", "double 1.000000e-01", "float f0x3fb504f3"]
+    order = rng.permutation(len(items))
+    line = "@w = private constant [9 x float] [" + ", ".join(items[i] for i in order) + "]"
+    fast = _normalize_pairs(line)
+    assert fast is not None and "f0x" not in fast
+    assert fast == _normalize_line(line)
+    assert normalize_llvm_ir(f"define void @f() {{\n{line}\n  ret void\n}}\n") == \
+        f"define void @f() {{\n{fast}\n  ret void\n}}\n"
+
+
+def test_a_literal_apart_from_its_type_takes_the_token_scan() -> None:
+    from accel.llvm.normalize import _normalize_pairs
+
+    line = "  %5 = fadd half %1, +inf"
+    assert _normalize_pairs(line) is None
+    assert normalize_llvm_ir(line) == "  %5 = fadd half %1, 0xH7C00"

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class FloatFormat:
@@ -60,13 +62,12 @@ FORMATS: dict[str, FloatFormat] = {
     "double": FloatFormat(64, 52, 11),
 }
 
-# One left-to-right scan: strings and comments are consumed whole so nothing inside them is
-# rewritten; a type keyword sets the type of the literals after it on the line.
+# One left-to-right scan of a line: strings and comments are consumed whole so nothing inside
+# them is rewritten; a type keyword sets the type of the literals after it on the line.
 _TOKEN = re.compile(
     r"""
       (?P<string>"[^"\n]*")
     | (?P<comment>;[^\n]*)
-    | (?P<newline>\n)
     | (?<![\w.$%@-])(?P<type>half|bfloat|float|double|x86_fp80|fp128|ppc_fp128)(?![\w.$-])
     | (?<![\w.$%@-])(?P<literal>
           f0x[0-9A-Fa-f]+
@@ -76,6 +77,15 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+
+#: What every literal `_TOKEN` rewrites contains: lines without it are left alone unread.
+_CANDIDATE = re.compile(r"f0x|\d\.|inf|nan")
+
+#: A type keyword and the literal right after it (the literal alternatives of `_TOKEN`).
+_PAIR = re.compile(
+    r"(?<![\w.$%@-])(half|bfloat|float|double) "
+    r"(f0x[0-9A-Fa-f]+|[-+]?\d+\.\d*(?:[eE][-+]?\d+)?|[-+]?(?:inf|qnan|nan|snan)(?:\(0x[0-9A-Fa-f]+\))?)"
+    r"(?![\w.$-])")
 
 _SPECIAL = re.compile(
     r"(?P<sign>[-+]?)(?P<kind>inf|qnan|nan|snan)(?:\(0x(?P<payload>[0-9A-Fa-f]+)\))?")
@@ -91,21 +101,72 @@ def normalize_llvm_ir(text: str) -> str:
     `fadd float %0, f0x3FB504F3` -> `fadd float %0, 0x3FF6A09E60000000`. Everything else
     (including literals LLVM 22 already reads exactly) is returned unchanged.
     """
-    current: list[str | None] = [None]  # FP type in effect on the current line
+    # Only lines holding something a literal could start with are scanned token by token
+    # (the type in effect resets at each newline, so lines are independent): most lines hold
+    # no float literal, and a module with big constant arrays is megabytes of text.
+    pieces: list[str] = []
+    done = 0
+    for m in _CANDIDATE.finditer(text):
+        start = m.start()
+        if start < done:
+            continue  # on a line already rewritten
+        start = text.rfind("\n", 0, start) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        fast = _normalize_pairs(line) if '"' not in line and ";" not in line else None
+        pieces += (text[done:start], _normalize_line(line) if fast is None else fast)
+        done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _normalize_pairs(line: str) -> str | None:
+    """`line` (no string, no comment) rewritten where every literal directly follows its type
+    keyword, as in constant arrays of weights (tens of thousands on one line): the float hex
+    ones all at once through numpy. None where some literal stands apart from its type."""
+    parts = _PAIR.split(line)  # text, type, literal, text, type, literal, ..., text
+    if any(_CANDIDATE.search(piece) for piece in parts[0::3]):
+        return None
+    types, literals = parts[1::3], parts[2::3]
+    hexes = [i for i, (t, lit) in enumerate(zip(types, literals, strict=True))
+             if t == "float" and len(lit) == 11 and lit.startswith("f0x")]
+    if hexes:
+        bits = np.frombuffer(bytes.fromhex("".join(literals[i][3:] for i in hexes)),
+                             dtype=">u4").astype(np.uint32)
+        with np.errstate(invalid="ignore"):  # signalling NaNs: set right below
+            wide = bits.view(np.float32).astype(np.float64).view(np.uint64)
+        nan = (bits & 0x7F800000 == 0x7F800000) & (bits & 0x007FFFFF != 0)
+        if nan.any():  # as float_to_double_bits: not through the FPU, which quiets them
+            b = bits[nan].astype(np.uint64)
+            wide[nan] = ((b >> 31) << 63) | (0x7FF << 52) | ((b & 0x007FFFFF) << 29)
+        digits = wide.astype(">u8").tobytes().hex().upper()
+        for k, i in enumerate(hexes):
+            literals[i] = f"0x{digits[16 * k:16 * k + 16]}"
+    vectorised = set(hexes)
+    for i, (t, lit) in enumerate(zip(types, literals, strict=True)):
+        if i not in vectorised:
+            literals[i] = convert_literal(lit, t)
+    parts[1::3] = [f"{t} " for t in types]  # the space the split took
+    parts[2::3] = literals
+    return "".join(parts)
+
+
+def _normalize_line(line: str) -> str:
+    current: str | None = None  # FP type in effect
 
     def replace(m: re.Match[str]) -> str:
+        nonlocal current
         kind = m.lastgroup
         if kind == "type":
-            current[0] = m.group("type")
-        elif kind == "newline":
-            current[0] = None
-        elif kind == "literal":
-            fmt_name = current[0]
-            if fmt_name in FORMATS:
-                return convert_literal(m.group("literal"), fmt_name)
+            current = m.group("type")
+        elif kind == "literal" and current in FORMATS:
+            return convert_literal(m.group("literal"), current)
         return m.group(0)
 
-    return _TOKEN.sub(replace, text)
+    return _TOKEN.sub(replace, line)
 
 
 @lru_cache(maxsize=4096)
