@@ -42,6 +42,9 @@ step = accel.compile_train_step(model, classify, opt, vector_batch(0, batch=4),
 for i in range(3):
     x, y = vector_batch(i)
     step(x[half], y[half])
+from accel import cache
+
+print("STATS", json.dumps(dict(cache.STATS)))
 if rank == 0:
     torch.save({{"model": model.state_dict(), "optimizer": opt.state_dict()}}, sys.argv[2])
     if extra.get("target") == "rdu":
@@ -83,6 +86,14 @@ def test_two_processes_match_one_whole_batch(tmp_path: Path, extra: dict[str, ob
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out[-3000:]
     got = torch.load(result, weights_only=True)
+    # The ranks compiled once between them (accel.cache_lock): one waited, then linked the
+    # other's code (cpu: the whole step from the train-step cache; rdu, whose steps are
+    # traced again: each phase's code from the code cache).
+    stats = [json.loads(out.split("STATS ", 1)[1].splitlines()[0]) for out in outputs]
+    assert sum(s.get("miss", 0) for s in stats) == 3, stats
+    assert sum(s.get("hit", 0) for s in stats) == 3, stats
+    if not extra:
+        assert sorted(s.get("step_hit", 0) for s in stats) == [0, 1], stats
 
     model = mlp()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from accel import interrupts, phases
+from accel.cache_lock import compiling
 from accel.diagnostics import AccelError, from_mlir_error, out_of_memory, too_deep
 from accel.host import signatures as abi
 from accel.host.jit import CompiledMLIR, from_cache, object_digest
@@ -120,15 +121,28 @@ def compile_mlir(source: str | Module, options: dict[str, Any] | None = None, *,
 def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.ndarray]
              ) -> CompiledMLIR:
     from accel import cache
-    from accel.pipeline import run_pipeline
 
-    filename = opts["filename"]
     text = source if isinstance(source, str) else source.operation.get_asm(enable_debug_info=True)
     key = cache.cache_key(text, code_options(opts)) if opts["cache"] else None
     if key is not None:
         compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
         if compiled is not None:
             return compiled
+    # Another process compiling the same module (a data-parallel rank): wait, then link its.
+    with compiling(key) as waited:
+        if waited:
+            compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
+            if compiled is not None:
+                return compiled
+        return _compile_and_store(text, key, opts, weights)
+
+
+def _compile_and_store(text: str, key: str | None, opts: dict[str, Any],
+                       weights: dict[str, np.ndarray]) -> CompiledMLIR:
+    from accel import cache
+    from accel.pipeline import run_pipeline
+
+    filename = opts["filename"]
     with abi.parsed(text, filename, weights or {}) as (module, weight_specs):
         fuse, bufferize, lower = pipelines({**opts, "split_functions": split_functions(opts)})
         if fuse:

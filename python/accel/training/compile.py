@@ -14,11 +14,13 @@ not weights). The result is a `TrainStep` (`accel.training.step`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from accel import cache, interrupts, phases
 from accel.api import compile_phase_graph, resolve_options
+from accel.cache_lock import compiling
 from accel.diagnostics import AccelError
 from accel.options import OPTIONS
 from accel.training import optimizers, step_cache
@@ -89,56 +91,64 @@ def compile_train_step(model: Any, loss_fn: Callable[..., Any], optimizer: Any,
                                        phase_options) if use_cache else None
         entry = step_cache.lookup(step_key) if step_key is not None else None
         cached = _linked(entry, named, phase_options) if entry is not None else None
-    if step_key is not None:
-        cache.STATS["step_hit" if cached is not None else "step_miss"] += 1
-    if cached is not None:
-        graphs, compiled, trained_names = cached
-    else:
-        # Ctrl-C while tracing: raised at a safe place, not inside torch (accel.interrupts).
-        with phases.phase("trace"), interrupts.guarded():
-            from torch._decomp import core_aten_decompositions
-
-            # torch's core ATen set (what AOTAutograd uses); accel.compile then applies
-            # torch-mlir's and accel's own table to each phase graph. torch-mlir's table
-            # here leaves prims ops (prims.squeeze) that the re-export cannot functionalise.
-            joint = trace_joint(model, loss_fn, micro, core_aten_decompositions())
-            forward, backward = partition(joint)
-        trained_names = list(joint.trained)
-    trained = [(name, named[name]) for name in trained_names]
-    spec = optimizers.describe(optimizer, trained)
-    clip = settings["clip_grad_norm"] is not None
-    scaled = settings["grad_accumulation_steps"] > 1 or settings["data_parallel"]
-    if settings["data_parallel"]:  # the group may come later (accel-compile has none)
-        from accel.training.distributed import check_group
-
-        check_group(settings["world_size"])
-    params = [named[n] for n in spec.names]
-
-    def optimizer_graph(spec: optimizers.OptimizerSpec) -> PhaseGraph:
-        return trace_update(spec, params, grad_scale=scaled, clip=clip)
-
-    def build(graph: PhaseGraph) -> Any:
-        key = _memo_key(graph, phase_options)
-        if key is not None and key in _MEMO:
-            return _MEMO[key]
-        with phases.prefixed(graph.name):
-            compiled = compile_phase_graph(graph.module, graph.example_inputs, phase_options,
-                                           graph.name, graph.outputs)
-        if key is not None:
-            while len(_MEMO) >= _MEMO_SIZE:
-                _MEMO.pop(next(iter(_MEMO)))
-            _MEMO[key] = compiled
-        return compiled
-
-    def recompile(spec: optimizers.OptimizerSpec) -> tuple[PhaseGraph, Any]:
-        graph = optimizer_graph(spec)
-        return graph, build(graph)
-
-    if cached is None:
-        graphs = TrainGraphs([forward, backward, optimizer_graph(spec)])
-        compiled = {g.name: build(g) for g in graphs.graphs}
+    # Another process compiling this step (a data-parallel rank): wait, then link its code.
+    lock = contextlib.ExitStack()
+    if step_key is not None and cached is None and \
+            lock.enter_context(compiling(f"step-{step_key}")):
+        with phases.phase("step-cache"):
+            entry = step_cache.lookup(step_key)
+            cached = _linked(entry, named, phase_options) if entry is not None else None
+    with lock:
         if step_key is not None:
-            step_cache.store(step_key, graphs, compiled, trained_names)
+            cache.STATS["step_hit" if cached is not None else "step_miss"] += 1
+        if cached is not None:
+            graphs, compiled, trained_names = cached
+        else:
+            # Ctrl-C while tracing: raised at a safe place, not inside torch (accel.interrupts).
+            with phases.phase("trace"), interrupts.guarded():
+                from torch._decomp import core_aten_decompositions
+
+                # torch's core ATen set (what AOTAutograd uses); accel.compile then applies
+                # torch-mlir's and accel's own table to each phase graph. torch-mlir's table
+                # here leaves prims ops (prims.squeeze) that the re-export cannot functionalise.
+                joint = trace_joint(model, loss_fn, micro, core_aten_decompositions())
+                forward, backward = partition(joint)
+            trained_names = list(joint.trained)
+        trained = [(name, named[name]) for name in trained_names]
+        spec = optimizers.describe(optimizer, trained)
+        clip = settings["clip_grad_norm"] is not None
+        scaled = settings["grad_accumulation_steps"] > 1 or settings["data_parallel"]
+        if settings["data_parallel"]:  # the group may come later (accel-compile has none)
+            from accel.training.distributed import check_group
+
+            check_group(settings["world_size"])
+        params = [named[n] for n in spec.names]
+
+        def optimizer_graph(spec: optimizers.OptimizerSpec) -> PhaseGraph:
+            return trace_update(spec, params, grad_scale=scaled, clip=clip)
+
+        def build(graph: PhaseGraph) -> Any:
+            key = _memo_key(graph, phase_options)
+            if key is not None and key in _MEMO:
+                return _MEMO[key]
+            with phases.prefixed(graph.name):
+                compiled = compile_phase_graph(graph.module, graph.example_inputs, phase_options,
+                                               graph.name, graph.outputs)
+            if key is not None:
+                while len(_MEMO) >= _MEMO_SIZE:
+                    _MEMO.pop(next(iter(_MEMO)))
+                _MEMO[key] = compiled
+            return compiled
+
+        def recompile(spec: optimizers.OptimizerSpec) -> tuple[PhaseGraph, Any]:
+            graph = optimizer_graph(spec)
+            return graph, build(graph)
+
+        if cached is None:
+            graphs = TrainGraphs([forward, backward, optimizer_graph(spec)])
+            compiled = {g.name: build(g) for g in graphs.graphs}
+            if step_key is not None:
+                step_cache.store(step_key, graphs, compiled, trained_names)
     return TrainStep(params=list(named.items()), buffers=list(model.named_buffers()),
                      optimizer=optimizer, graphs=graphs, compiled=compiled, spec=spec,
                      settings=settings, recompile=recompile, model=model)
