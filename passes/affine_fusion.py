@@ -73,6 +73,20 @@ def _functions(module: Operation) -> list[Operation]:
             if op.operation.name == "func.func" and op.operation.regions[0].blocks]
 
 
+def _fusable_blocks(op: Operation) -> bool:
+    """Whether some block in `op` holds two loop nests side by side (upstream fusion works
+    on every such block, the function's body or a loop's): without one it has nothing to
+    do, and the fork of its child process is saved."""
+    for region in op.regions:
+        for block in region.blocks:
+            if sum(o.operation.name == "affine.for" for o in block.operations) >= 2:
+                return True
+            if any(_fusable_blocks(o.operation) for o in block.operations
+                   if len(o.operation.regions)):
+                return True
+    return False
+
+
 def has_live_loop_results(func: Operation) -> bool:
     """True when an `affine.for` in `func` returns values that are used (the crash shape)."""
     return any(list(r.uses) for op in ops_named(func, ("affine.for",)) for r in op.results)
@@ -448,7 +462,7 @@ class AffineFusion(ModulePass):
         ready = []
         try:
             for func in _functions(module):
-                if not ops_named(func, ("affine.for",)):
+                if not _fusable_blocks(func):
                     continue
                 if prepare(func) is None:
                     ready.append(func)

@@ -153,3 +153,25 @@ def test_a_crash_in_the_isolated_child_prints_nothing() -> None:
     assert "crashed (SIG" in proc.stdout, proc.stdout + proc.stderr
     assert "Fatal Python error" not in proc.stderr
     assert proc.stderr == ""
+
+
+def test_no_child_process_where_no_block_has_two_nests(monkeypatch) -> None:
+    """Fusion's isolated child (a fork) runs only where some block holds two loop nests side
+    by side: a lone elementwise op has nothing to fuse; two ops in one function do."""
+    import accel.passes.affine_fusion as fusion
+
+    runs = []
+    real = fusion.run_isolated
+
+    def counting(module, funcs, pipeline):
+        runs.append(pipeline)
+        return real(module, funcs, pipeline)
+
+    monkeypatch.setattr(fusion, "run_isolated", counting)
+    x = torch.randn(64)
+    lone = accel.compile(lambda a: a * 2, (x,), options={"cache": False})
+    torch.testing.assert_close(lone(x), x * 2)
+    assert runs == []
+    chain = accel.compile(lambda a: torch.softmax(a, 0) * 2, (x,), options={"cache": False})
+    torch.testing.assert_close(chain(x), torch.softmax(x, 0) * 2, rtol=RTOL, atol=ATOL)
+    assert runs and runs[0].startswith("affine-loop-fusion")
