@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import importlib
 import math
 import re
@@ -63,12 +64,7 @@ class Pass:
     @classmethod
     def options(cls) -> list[OptionInfo]:
         """The typed options, in declaration order."""
-        hints = typing.get_type_hints(cls)
-        return [
-            OptionInfo(f.name, hints.get(f.name, str), _field_default(f), _field_help(f))
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if f.init
-        ]
+        return list(_options_of(cls))
 
     def option_string(self) -> str:
         """This instance's options in pipeline syntax, e.g. `{attr=foo}` ('' if none)."""
@@ -85,6 +81,16 @@ class Pass:
         from accel.pass_run import PythonStep, run_steps
 
         run_steps(module, [PythonStep((), self)])
+
+
+@functools.cache
+def _options_of(cls: type[Pass]) -> tuple[OptionInfo, ...]:
+    """`cls.options()`, worked out once per class: `get_type_hints` evaluates every
+    annotation's string, and every pipeline run instantiates its passes again."""
+    hints = typing.get_type_hints(cls)
+    return tuple(OptionInfo(f.name, hints.get(f.name, str), _field_default(f), _field_help(f))
+                 for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                 if f.init)
 
 
 class ModulePass(Pass):
