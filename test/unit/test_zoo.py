@@ -23,9 +23,11 @@ Per model:
   is itself further than that from float64, within 4x that distance. Adam's first steps
   are lr * g / (|g| + eps): an element whose gradient is near zero (attention key biases,
   whose exact gradient is 0; shifts that start at 0) takes a step set by rounding, in
-  eager float32 as much as in accel. Tiny ResNet-50 and MobileNetV2 in train-mode
-  BatchNorm at batch 2 are chaotic in the same way: eager float32 and float64 losses part
-  by 1-5% after one or two steps, so there the bound is eager's own spread.
+  eager float32 as much as in accel: where the float64 run's RMS gradient is below 1e-6
+  (100 eps) after some step, an element may differ by up to 2 x lr x steps (any step,
+  either sign). Tiny ResNet-50 and MobileNetV2 in train-mode BatchNorm at batch 2 are
+  chaotic in the same way: eager float32 and float64 losses part by 1-5% after one or two
+  steps, so there the bound is eager's own spread.
 
 `make check` runs a representative subset (GPT-2, BERT, ResNet-18; training: GPT-2); the
 other models are marked `long` and run in `make zoo`. Compiles use opt_level 1 (LLVM -O1:
@@ -172,6 +174,30 @@ def _eager_step(model: torch.nn.Module, opt: torch.optim.Optimizer, loss_fn: Any
     return loss.detach()
 
 
+#: Adam's step is lr * m / (sqrt(v) + eps): where the float64 run's RMS gradient sqrt(v) is
+#: below this (100 eps) after some step, an absolute gradient error at float32's rounding
+#: (~1e-9 for gradients of ~0.03) moves the step by more than the tolerance (CLIP's k_proj:
+#: a gradient of 4e-10 at the first step).
+ILL_RMS = 1e-6
+
+
+def _ill_conditioned(model: torch.nn.Module, opt: torch.optim.Optimizer
+                     ) -> dict[str, torch.Tensor]:
+    """Per parameter name, the elements whose Adam step the rounding of their gradient
+    decides (a mask; only parameters that have some)."""
+    beta2 = opt.param_groups[0]["betas"][1]
+    masks = {}
+    for name, p in model.named_parameters():
+        state = opt.state.get(p, {})
+        if "exp_avg_sq" not in state:
+            continue
+        v_hat = state["exp_avg_sq"] / (1 - beta2 ** float(state["step"]))
+        mask = v_hat.sqrt() < ILL_RMS
+        if mask.any():
+            masks[name] = mask
+    return masks
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _models(TRANSFORMERS + CNNS, TRAIN_SUBSET))
 def test_train_steps(name: str) -> None:
@@ -181,11 +207,14 @@ def test_train_steps(name: str) -> None:
     opt, eager_opt, exact_opt = (torch.optim.AdamW(m.parameters(), lr=LR)
                                  for m in (model, eager, exact))
     step = accel.compile_train_step(model, built.loss, opt, built.inputs(0), options=OPTIONS)
+    ill: dict[str, torch.Tensor] = {}
     for i in range(TRAIN_STEPS):
         batch = built.inputs(i)
         loss = step(*batch)
         want = _eager_step(eager, eager_opt, built.loss, batch)
         exact_loss = _eager_step(exact, exact_opt, built.loss, _float64(batch))
+        for key, mask in _ill_conditioned(exact, exact_opt).items():  # at any step
+            ill[key] = ill[key] | mask if key in ill else mask
         err = abs(loss.item() - want.item())
         spread = abs(want.item() - exact_loss.item())
         assert err <= max(TRAIN_RTOL * abs(want.item()), SPREAD * spread), \
@@ -198,7 +227,11 @@ def test_train_steps(name: str) -> None:
         if not w.is_floating_point():
             assert torch.equal(g, w), key
             continue
-        err = (g.double() - w.double()).abs().max().item()
+        diff = (g.double() - w.double()).abs()
+        if key in ill:  # any Adam step, of either sign, is rounding there
+            assert (diff[ill[key]] <= 2 * LR * TRAIN_STEPS).all(), key
+            diff = diff.masked_fill(ill[key], 0)
+        err = diff.max().item()
         scale = w.double().abs().max().item()
         eager_err = (w.double() - ex[key]).abs().max().item()
         assert err <= max(TRAIN_RTOL * scale, SPREAD * eager_err), \
