@@ -190,7 +190,7 @@ def environment() -> dict[str, str]:
 
 #: Environment variables that change the code compiled (not its meaning): part of the key,
 #: so that e.g. ACCEL_SPLIT_FUNCTIONS=0 (looking for a miscompile) builds afresh.
-CODE_ENVIRONMENT = ("ACCEL_SPLIT_FUNCTIONS",)
+CODE_ENVIRONMENT = ("ACCEL_SPLIT_FUNCTIONS", "ACCEL_VECTORIZER_MIN_TRIP_COUNT")
 
 
 def _add_knobs(material: dict[str, Any]) -> None:
