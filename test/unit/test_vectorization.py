@@ -34,3 +34,29 @@ def test_reductions_use_packed_float_instructions(name: str) -> None:
     fast = _packed_ops(fn, x)
     strict = _packed_ops(fn, x, disable_unsafe_math_canonicalizations=True)
     assert fast > 0 and fast > strict
+
+
+def test_rows_of_fourteen_are_vectorised() -> None:
+    """A 14 x 14 feature map's rows (14 floats): LLVM's loop vectoriser skips loops under 16
+    iterations unless accel lowers that bound (`VECTORIZER_MIN_TRIP_COUNT`). A single
+    elementwise op over them uses packed instructions, also where its shape is odd."""
+    from accel.llvm.engine import VECTORIZER_MIN_TRIP_COUNT
+
+    assert VECTORIZER_MIN_TRIP_COUNT <= 14
+    x = torch.randn(4, 3, 14, 14)
+    assert _packed_ops(lambda t: t[..., 1:, 1:] * t[..., :-1, :-1], x) > 0
+
+
+def test_a_bad_trip_count_knob_is_one_warning() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import accel, torch\n"
+            "f = accel.compile(lambda t: t * 2, (torch.ones(20),), options={'cache': False})\n"
+            "assert float(f(torch.ones(20)).sum()) == 40.0\nprint('OK')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "ACCEL_VECTORIZER_MIN_TRIP_COUNT": "few"})
+    assert run.returncode == 0 and "OK" in run.stdout, run.stderr[-2000:]
+    assert "ACCEL_VECTORIZER_MIN_TRIP_COUNT='few' is not a whole number; using 4" in run.stderr
+    assert "Traceback" not in run.stderr
