@@ -11,9 +11,9 @@ The lock is `flock` on `<cache folder>/<key>.lock` (released by the kernel if th
 dies, so a crashed compile never blocks the others). The holder removes the file before
 releasing it: a waiter then holds a lock on a removed file, which is fine, as it only looks
 the stored entry up; a process arriving later finds the entry before it would lock. Nested
-holds are
-ordered (a train step's key, then its phases' code keys) and keys of one kind never nest,
-so processes cannot deadlock; a thread taking a key it already holds passes through.
+holds are ordered (a train step's key, then its phases' code keys) and keys of one kind
+never nest, so processes cannot deadlock; a thread taking a key it already holds passes
+through.
 After `ACCEL_COMPILE_LOCK_WAIT` seconds (default 1800) a waiter compiles on its own (a
 warning says which lock), so a hung holder delays the others but does not stop them.
 Without `fcntl` (Windows) or with the cache off there is no lock.
@@ -68,14 +68,15 @@ def compiling(key: str | None) -> Iterator[bool]:
         yield False
         return
     try:
-        waited = _acquire(fd, key)
+        waited, locked = _acquire(fd, key)
         held.add(key)
         try:
             yield waited
         finally:
             held.discard(key)
-            with contextlib.suppress(OSError):
-                os.unlink(_path(key))
+            if locked:  # not a file another process still holds
+                with contextlib.suppress(OSError):
+                    os.unlink(_path(key))
     finally:
         os.close(fd)  # releases the flock
 
@@ -93,12 +94,12 @@ def _open(key: str) -> int | None:
         return None
 
 
-def _acquire(fd: int, key: str) -> bool:
-    """Take the lock on `fd`; True if some other process had it. Past the wait limit, False
-    with a warning and no lock."""
+def _acquire(fd: int, key: str) -> tuple[bool, bool]:
+    """Take the lock on `fd`: (whether another process had it, whether this one has it
+    now). Past the wait limit: (True, False), with a warning."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        return False, True
     except BlockingIOError:
         pass
     log.info("accel cache: another process is compiling the same program (key %s); "
@@ -108,9 +109,9 @@ def _acquire(fd: int, key: str) -> bool:
         time.sleep(_POLL_S)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
+            return True, True
         except BlockingIOError:
             continue
     log.warning("accel cache: waited %.0f s for another process compiling key %s "
                 "(ACCEL_COMPILE_LOCK_WAIT); compiling here too", wait_limit(), key[:16])
-    return True
+    return True, False

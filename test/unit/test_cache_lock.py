@@ -66,6 +66,8 @@ def test_past_the_wait_limit_the_waiter_compiles_with_a_warning(monkeypatch, cap
     t = time.monotonic()
     with caplog.at_level(logging.INFO, logger="accel.cache"), compiling("k4") as waited:
         elapsed = time.monotonic() - t
+    # The waiter did not hold the lock: the holder's file stays until the holder is done.
+    assert (Path(os.environ["ACCEL_CACHE_DIR"]) / "k4.lock").exists()
     holder.join()
     assert waited and 0.2 <= elapsed < 1.5, elapsed
     assert "another process is compiling the same program" in caplog.text
