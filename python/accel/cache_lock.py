@@ -97,21 +97,23 @@ def _open(key: str) -> int | None:
 def _acquire(fd: int, key: str) -> tuple[bool, bool]:
     """Take the lock on `fd`: (whether another process had it, whether this one has it
     now). Past the wait limit: (True, False), with a warning."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if _try_lock(fd):
         return False, True
-    except BlockingIOError:
-        pass
     log.info("accel cache: another process is compiling the same program (key %s); "
              "waiting for it", key[:16])
     deadline = time.monotonic() + wait_limit()
     while time.monotonic() < deadline:
         time.sleep(_POLL_S)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_lock(fd):
             return True, True
-        except BlockingIOError:
-            continue
     log.warning("accel cache: waited %.0f s for another process compiling key %s "
                 "(ACCEL_COMPILE_LOCK_WAIT); compiling here too", wait_limit(), key[:16])
     return True, False
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:  # held by another open file (process or thread)
+        return False
