@@ -128,7 +128,8 @@ def _compile(source: str | Module, opts: dict[str, Any], weights: dict[str, np.n
         compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
         if compiled is not None:
             return compiled
-    # Another process compiling the same module (a data-parallel rank): wait, then link its.
+    # Another process compiling the same module (a data-parallel rank): wait for it, then
+    # link the code it stored.
     with compiling(key) as waited:
         if waited:
             compiled = from_cache(key, opts["opt_level"], weights or {}, exact=False)
