@@ -62,30 +62,23 @@ FORMATS: dict[str, FloatFormat] = {
     "double": FloatFormat(64, 52, 11),
 }
 
+#: The literal spellings rewritten: hex bits, decimals, infinity and NaN keywords.
+_LITERAL = (r"f0x[0-9A-Fa-f]+|[-+]?\d+\.\d*(?:[eE][-+]?\d+)?"
+            r"|[-+]?(?:inf|qnan|nan|snan)(?:\(0x[0-9A-Fa-f]+\))?")
+
 # One left-to-right scan of a line: strings and comments are consumed whole so nothing inside
 # them is rewritten; a type keyword sets the type of the literals after it on the line.
 _TOKEN = re.compile(
-    r"""
-      (?P<string>"[^"\n]*")
-    | (?P<comment>;[^\n]*)
-    | (?<![\w.$%@-])(?P<type>half|bfloat|float|double|x86_fp80|fp128|ppc_fp128)(?![\w.$-])
-    | (?<![\w.$%@-])(?P<literal>
-          f0x[0-9A-Fa-f]+
-        | [-+]?\d+\.\d*(?:[eE][-+]?\d+)?
-        | [-+]?(?:inf|qnan|nan|snan)(?:\(0x[0-9A-Fa-f]+\))?
-      )(?![\w.$-])
-    """,
-    re.VERBOSE,
-)
+    r'(?P<string>"[^"\n]*")'
+    r"|(?P<comment>;[^\n]*)"
+    r"|(?<![\w.$%@-])(?P<type>half|bfloat|float|double|x86_fp80|fp128|ppc_fp128)(?![\w.$-])"
+    rf"|(?<![\w.$%@-])(?P<literal>{_LITERAL})(?![\w.$-])")
 
 #: What every literal `_TOKEN` rewrites contains: lines without it are left alone unread.
 _CANDIDATE = re.compile(r"f0x|\d\.|inf|nan")
 
 #: A type keyword and the literal right after it (the literal alternatives of `_TOKEN`).
-_PAIR = re.compile(
-    r"(?<![\w.$%@-])(half|bfloat|float|double) "
-    r"(f0x[0-9A-Fa-f]+|[-+]?\d+\.\d*(?:[eE][-+]?\d+)?|[-+]?(?:inf|qnan|nan|snan)(?:\(0x[0-9A-Fa-f]+\))?)"
-    r"(?![\w.$-])")
+_PAIR = re.compile(rf"(?<![\w.$%@-])(half|bfloat|float|double) ({_LITERAL})(?![\w.$-])")
 
 _SPECIAL = re.compile(
     r"(?P<sign>[-+]?)(?P<kind>inf|qnan|nan|snan)(?:\(0x(?P<payload>[0-9A-Fa-f]+)\))?")
