@@ -4,7 +4,8 @@
 #      library, flash attention, SGEMM, precision modes);
 #   2. benchmarks/gpu.py (accel vs eager, cuBLAS/SDPA and inductor, CUDA events);
 #   3. compute-sanitizer memcheck over the matmul and attention kernels;
-#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1).
+#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1);
+#   5. the training steps of benchmarks/training.py there (MLP and CNN+BN, all cores and 1).
 # Each stage has a share of one deadline, so a slow stage cannot starve the rest, and every
 # stage writes its results under $OUT as it goes. Run from the project root on the machine:
 #   source .device/setup.sh && bash benchmarks/device_session.sh [SECONDS]
@@ -26,13 +27,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | cut -c1-200
 python3 -c "import torch, llvmlite, transformers; print('torch', torch.__version__, \
 'llvmlite', llvmlite.__version__, 'transformers', transformers.__version__)"
-stage "pytest -m gpu" 230 python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -rfEs \
+stage "pytest -m gpu" 120 python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -rfEs \
   --junitxml="$out/pytest_gpu.xml" -k "not compute_sanitizer" test/unit
-stage "benchmarks/gpu.py" 150 python3 benchmarks/gpu.py --iters 10 --json "$out/gpu.json"
-stage "compute-sanitizer" 70 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
+stage "benchmarks/gpu.py" 100 python3 benchmarks/gpu.py --iters 10 --json "$out/gpu.json"
+stage "compute-sanitizer" 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
   -k compute_sanitizer test/unit/test_nvgpu.py
-stage "cpu benchmarks" 200 python3 benchmarks/run.py --quick \
+stage "cpu benchmarks" 150 python3 benchmarks/run.py --quick \
   --frameworks torch inductor onnxruntime accel --threads "$(nproc)" 1 \
   --workloads matmul_1024 conv2d_3x3 mlp_b64 attention resnet18 \
   --worker-timeout 90 --json "$out/cpu.json"
+stage "training benchmarks" 100 python3 benchmarks/training.py --models mlp cnn \
+  --frameworks eager accel --threads "$(nproc)" 1 --seconds 0.5 --json "$out/training.json"
 echo "== done at +$(( $(date +%s) - start ))s"

@@ -64,9 +64,10 @@ _TIDS = _LOOP.format(decls="declare i32 @gettid()", prelude="""\
 _KEEP: list = []
 
 
-def _compile(aot: bool, source: str = _BODY):
+def _compile(aot: bool, source: str = _BODY, raw: bool | None = None):
     """(engine, run function) for `source` with the runtime: the process's shared one for
-    the JIT (its pool must outlive every module), a linked AOT runtime otherwise."""
+    the JIT (its pool must outlive every module), a linked AOT runtime otherwise. `raw`
+    (default: for _TIDS): `run(ctx, n)` itself, not the counting wrapper."""
     llvmx.init_native()
     mod = llvmx.parse(source, "test body")
     if aot:
@@ -82,7 +83,7 @@ def _compile(aot: bool, source: str = _BODY):
     _KEEP.append(engine)
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
         engine.get_function_address("run"))
-    if source is _TIDS:
+    if raw or (raw is None and source is _TIDS):
         return engine, fn
 
     def run(n: int) -> tuple[int, np.ndarray]:

@@ -32,9 +32,10 @@ from conftest import run_tool
 HUGE = 1 << 24  # a HUGE x HUGE f32 result is 2^50 bytes (1 PiB)
 
 
-def _isolated(code: str, timeout: int = 600) -> str:
-    """Run `code` in a fresh interpreter; its stdout. Fails on any signal or exit code."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"}
+def _isolated(code: str, timeout: int = 600, **env_extra: str) -> str:
+    """Run `code` in a fresh interpreter (`env_extra` added to its environment); its stdout.
+    Fails on any signal or exit code."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"} | env_extra
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stdout}\n{proc.stderr[-4000:]}"
@@ -141,17 +142,21 @@ def test_mlir_integer_division_by_zero_raises_and_int_min_wraps() -> None:
     assert "OK" in out
 
 
-def test_division_by_zero_on_a_parallel_worker_reaches_the_caller() -> None:
+@pytest.mark.parametrize("pool", ["openmp", "accel"])
+def test_division_by_zero_on_a_parallel_worker_reaches_the_caller(pool: str) -> None:
     """A 2048 x 2048 division runs on two threads; a zero in the second half is divided
-    on the worker thread, whose failure must still raise in the caller."""
+    on the worker thread, whose failure must still raise in the caller. The worker is one
+    of PyTorch's OpenMP threads by default, one of accel's own with ACCEL_THREAD_POOL=accel."""
     out = _isolated("""
         import torch, accel
+        from accel.host import openmp
         accel.set_num_threads(2)
         g = torch.Generator().manual_seed(0)
         a = torch.randint(-1000, 1000, (2048, 2048), generator=g, dtype=torch.int32)
         b = torch.randint(1, 100, (2048, 2048), generator=g, dtype=torch.int32)
         fn = accel.compile(lambda x, y: torch.remainder(x, y), (a, b), options={"cache": False})
         assert "accel_parallel_for" in fn.compiled.llvm_ir
+        assert bool(openmp.library()) == OPENMP
         assert torch.equal(fn(a, b), torch.remainder(a, b))
         for where in ((0, 0), (2047, 2047), (1500, 3)):
             zero = b.clone()
@@ -161,7 +166,7 @@ def test_division_by_zero_on_a_parallel_worker_reaches_the_caller() -> None:
             except accel.DivisionByZeroError:
                 print("raised", where)
         assert torch.equal(fn(a, b), torch.remainder(a, b))
-    """)
+    """.replace("OPENMP", str(pool == "openmp")), ACCEL_THREAD_POOL=pool)
     assert out.count("raised") == 3
 
 

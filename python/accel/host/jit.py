@@ -18,7 +18,7 @@ import numpy as np
 
 from accel import phases
 from accel.diagnostics import AccelError
-from accel.host import codegen, vecmath
+from accel.host import codegen, openmp, vecmath
 from accel.host.abi import soft_float_helpers_ir, trampoline_ir
 from accel.host.parallel import PARALLEL_FOR, parallel_runtime_ir
 from accel.llvm import archive
@@ -364,6 +364,7 @@ def bind_parallel_runtime() -> None:
     for every JIT module. The pool's workers run this code between calls, so it must live
     as long as the process: a copy linked into each module would be freed with its module
     under them, and each module would keep a pool of its own."""
+    openmp.bind()  # PyTorch may have loaded OpenMP since the last compile
     with _RUNTIME_LOCK:
         if _RUNTIME_ENGINES:
             return

@@ -4,13 +4,15 @@
                             void *ctx, int64_t n);
 
 runs `body` over [0, n) split into T contiguous chunks, T = min(accel_num_threads, n):
-chunk 0 on the calling thread, chunks 1..T-1 on the workers of a persistent pool
-(`parallel_ir.py`: its protocol, and why). With T = 1 it calls `body(ctx, 0, n)` and
+chunk 0 on the calling thread, chunks 1..T-1 on PyTorch's OpenMP threads when the JIT
+process has OpenMP loaded (`openmp.py`: `GOMP_parallel`, and why), else on the workers of a
+persistent pool (`parallel_ir.py`: its protocol, and why). With T = 1 it calls `body(ctx, 0, n)` and
 wakes no worker. A caller that finds the pool in use (another thread's call, or a
 parallel body's own parallel loop) runs fork-join instead: threads made with
 `pthread_create` and joined before it returns; a failed `pthread_create` runs that chunk
 on the calling thread. `ACCEL_THREAD_POOL=0` (read when the runtime is compiled: once per
-process in the JIT, at build time for AOT libraries) makes every call fork-join.
+process in the JIT, at build time for AOT libraries) makes every call fork-join;
+`ACCEL_THREAD_POOL=accel` keeps the pool even with OpenMP loaded.
 
 Idle workers spin for `parallel_ir.SPIN_NS` (200 us) after a call, then sleep on a
 condition variable. So between calls accel holds no core for long, and cannot starve the
@@ -45,6 +47,7 @@ import ctypes
 import os
 import threading
 
+from accel.host import openmp
 from accel.host.parallel_ir import pool_ir
 from accel.runtime.symbols import (
     ALLOC_FAIL_SYMBOL,
@@ -120,15 +123,19 @@ def _bind_jit_symbols() -> None:
         if not _bound:
             engine.add_symbol(NUM_THREADS, num_threads_address())
             engine.add_symbol(FAILURE_KEY + "_value", failure_key_address())
+            engine.add_symbol(openmp.TABLE, openmp.table_address())
             _bound = True
+    openmp.bind()
 
 
 _RUNTIME = """\
 %accel.job = type { ptr, ptr, i64, i64, i64, i64, ptr }  ; body, ctx, lo, hi, thread, started, cell
+%accel.omp_frame = type { ptr, ptr, i64, i64, ptr }    ; body, ctx, n, t, cell
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_join(i64, ptr)
 declare i32 @pthread_setspecific(i32, ptr)
+declare ptr @pthread_getspecific(i32)
 declare void @ASSERT_FAIL(ptr)
 declare void @ALLOC_FAIL(i64)
 %EXTRA_DECLS%
@@ -148,6 +155,65 @@ define ptr @accel_parallel_thunk(ptr %job) {
   %set = call i32 @pthread_setspecific(i32 %key, ptr %cell)   ; failures go to the caller
   call void %body(ptr %ctx, i64 %lo, i64 %hi)
   ret ptr null
+}
+
+; One OpenMP thread's share of a job: chunks tid, tid + nt, ... of t (nt < t when the
+; runtime gives a smaller team: a nested region, OMP_DYNAMIC). Thread 0 is the caller.
+define internal void @accel_omp_chunks(ptr %frame) {
+entry:
+  %tidp = getelementptr inbounds [3 x ptr], ptr @accel_omp, i64 0, i64 1
+  %tidf = load ptr, ptr %tidp
+  %ntp = getelementptr inbounds [3 x ptr], ptr @accel_omp, i64 0, i64 2
+  %ntf = load ptr, ptr %ntp
+  %tid32 = call i32 %tidf()
+  %nt32 = call i32 %ntf()
+  %tid = sext i32 %tid32 to i64
+  %nt0 = sext i32 %nt32 to i64
+  %nt = call i64 @llvm.smax.i64(i64 %nt0, i64 1)
+  %body = load ptr, ptr %frame
+  %cp = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 1
+  %ctx = load ptr, ptr %cp
+  %np = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 2
+  %n = load i64, ptr %np
+  %tp = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 3
+  %t = load i64, ptr %tp
+  %fp = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 4
+  %cell = load ptr, ptr %fp
+  %worker = icmp ne i64 %tid, 0
+  %key = call i32 @accel_failure_key()
+  br i1 %worker, label %redirect, label %loop_entry
+
+redirect:                               ; failures on a worker go to the caller's cell
+  %prev0 = call ptr @pthread_getspecific(i32 %key)
+  %set = call i32 @pthread_setspecific(i32 %key, ptr %cell)
+  br label %loop_entry
+
+loop_entry:
+  %prev = phi ptr [ null, %entry ], [ %prev0, %redirect ]
+  %any = icmp slt i64 %tid, %t
+  br i1 %any, label %loop, label %out
+
+loop:
+  %c = phi i64 [ %tid, %loop_entry ], [ %c1, %loop ]
+  %lo_n = mul nsw i64 %n, %c
+  %lo = sdiv i64 %lo_n, %t
+  %c1 = add nuw nsw i64 %c, %nt
+  %cn = add nuw nsw i64 %c, 1
+  %hi_n = mul nsw i64 %n, %cn
+  %hi = sdiv i64 %hi_n, %t
+  call void %body(ptr %ctx, i64 %lo, i64 %hi)
+  %more = icmp slt i64 %c1, %t
+  br i1 %more, label %loop, label %out
+
+out:
+  br i1 %worker, label %restore, label %done
+
+restore:
+  %unset = call i32 @pthread_setspecific(i32 %key, ptr %prev)
+  br label %done
+
+done:
+  ret void
 }
 
 define void @accel_parallel_for(ptr %body, ptr %ctx, i64 %n) {
@@ -181,6 +247,26 @@ fork:
   %jobs = alloca %accel.job, i64 MAX_THREADS, align 16
   %cell = alloca [2 x i64], align 16                    ; {kind, payload}: the workers' failure
   store i64 0, ptr %cell
+  %gomp = load atomic ptr, ptr @accel_omp monotonic, align 8
+  %has_omp = icmp ne ptr %gomp, null
+  br i1 %has_omp, label %omp, label %try_pool
+
+omp:                                    ; the process's OpenMP threads (accel.host.openmp)
+  %frame = alloca %accel.omp_frame, align 8
+  store ptr %body, ptr %frame
+  %fc = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 1
+  store ptr %ctx, ptr %fc
+  %fn = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 2
+  store i64 %n, ptr %fn
+  %ft = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 3
+  store i64 %t, ptr %ft
+  %fcell = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 4
+  store ptr %cell, ptr %fcell
+  %t32u = trunc i64 %t to i32
+  call void %gomp(ptr @accel_omp_chunks, ptr %frame, i32 %t32u, i32 0)
+  br label %check
+
+try_pool:
   %got = cmpxchg ptr @accel_pool_busy, i32 0, i32 1 acquire monotonic
   %owned = extractvalue { i32, i1 } %got, 1
   br i1 %owned, label %pool, label %spawn               ; pool taken: fork-join instead
@@ -206,7 +292,7 @@ pool_release:
   br label %check
 
 spawn:                                  ; chunk i = [n*i/t, n*(i+1)/t) for i = 1..t-1
-  %i = phi i64 [ 1, %fork ], [ %i1, %spawned ]
+  %i = phi i64 [ 1, %try_pool ], [ %i1, %spawned ]
   %i1 = add nuw nsw i64 %i, 1
   %lo_n = mul nsw i64 %n, %i
   %lo = sdiv i64 %lo_n, %t
@@ -283,11 +369,13 @@ done:
 }
 
 declare i64 @llvm.smin.i64(i64, i64)
+declare i64 @llvm.smax.i64(i64, i64)
 """
 
 #: JIT: the count lives in Python (`_count`); 0 never reaches the code, but stay safe.
 _JIT_COUNT = """\
 @accel_num_threads = external global i32
+@accel_omp = external global [3 x ptr]
 @accel_failure_key_value = external global i32
 
 define i32 @accel_default_num_threads() {
@@ -303,6 +391,7 @@ define i32 @accel_failure_key() {
 #: AOT: the library's own count, from ACCEL_NUM_THREADS or the online cores on first use.
 _AOT_COUNT = """\
 @accel_num_threads = global i32 0, align 4
+@accel_omp = internal constant [3 x ptr] zeroinitializer   ; AOT: always accel's own pool
 @accel_env_name = private unnamed_addr constant [18 x i8] c"ACCEL_NUM_THREADS\\00"
 
 declare ptr @getenv(ptr)
