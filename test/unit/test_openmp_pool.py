@@ -66,6 +66,12 @@ define void @run(ptr %ctx, i64 %n) {
 """
 
 
+@pytest.fixture(autouse=True)
+def default_mode(monkeypatch):
+    """These tests are about the default (a suite run with ACCEL_THREAD_POOL set too)."""
+    monkeypatch.delenv("ACCEL_THREAD_POOL", raising=False)
+
+
 @pytest.fixture
 def threads():
     before = parallel.num_threads()

@@ -661,6 +661,32 @@ def _conv1d_as_2d(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dil
     return out.squeeze(2)
 
 
+def _var_mean(x: Any, dim: Any = None, *, correction: Any = None, keepdim: bool = False
+              ) -> Any:
+    """`var_mean` of a 16/32-bit float tensor (BatchNorm's training statistics) in two
+    passes over `x` and no buffer: the mean from a float64 sum, then the float64 sum of the
+    squared deviations from it (each accumulated in float64 inside its reduction).
+    torch-mlir's lowering copies `x` into a float64 buffer twice `x`'s size, reads it twice,
+    and sums `x` once more in float32 for the mean. Deviations from the float32 mean are
+    exact to float32 rounding and centred, so the variance keeps float32 accuracy whatever
+    mean^2 / var (eager accumulates in double). n <= correction divides by 0: NaN for
+    identical values (n = 1), as in eager."""
+    import torch
+
+    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16) or x.dim() == 0:
+        return NotImplemented
+    dims = list(range(x.dim())) if not dim else sorted({int(d) % x.dim() for d in dim})
+    n = 1
+    for d in dims:
+        n *= int(x.shape[d])
+    c = 1.0 if correction is None else float(correction)
+    mean = (x.sum(dims, keepdim=True, dtype=torch.float64) / n).to(x.dtype)
+    dev = x - mean
+    var = ((dev * dev).sum(dims, keepdim=keepdim, dtype=torch.float64)
+           / max(n - c, 0.0)).to(x.dtype)
+    return var, (mean if keepdim else mean.squeeze(dims))
+
+
 def decompositions() -> dict[Any, Any]:
     """torch-mlir's decomposition table plus accel's fixes for ops it lowers unlike eager."""
     import torch
@@ -678,6 +704,7 @@ def decompositions() -> dict[Any, Any]:
     table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     table[aten.convolution_backward.default] = _convolution_backward
     table[aten.empty_permuted.default] = _empty_permuted
+    table[aten.var_mean.correction] = _var_mean
     fixes: dict[Any, Any] = {}
     # int8/uint8 ops convert-torch-to-linalg crashes or fails on.
     fixes[aten.mul.Tensor] = _first(_in_int32(aten.mul.Tensor, scalar_other=True),
