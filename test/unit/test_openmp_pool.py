@@ -16,14 +16,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
 import torch  # noqa: F401 - loads the OpenMP runtime these tests use
 from accel.host import openmp, parallel
 from accel.llvm import engine as llvmx
-from test_parallel import _LOOP, _compile
+from test_parallel import _LOOP, _compile, wait_child
 
 #: ctx = i32 per index: omp_get_thread_num() of the thread that ran it.
 _OMP_TIDS = _LOOP.format(decls="declare i32 @omp_get_thread_num()", prelude="""\
@@ -162,17 +161,7 @@ def test_forked_child_uses_accel_pool(threads):
             os._exit(0 if ok and calls == 3 and (counts == 1).all() else 1)
         finally:
             os._exit(2)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child's parallel call hung")
-        time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert wait_child(pid) == 0
     assert openmp.library()  # the parent keeps OpenMP
 
 

@@ -188,10 +188,25 @@ def test_two_callers_at_once(restore_threads):
     assert not errors, errors[:3]
 
 
+def wait_child(pid: int, seconds: float = 60) -> int:
+    """The exit code of forked child `pid`; fails the test if it runs longer (a hang)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's parallel call hung")
+        time.sleep(0.05)
+
+
 def test_forked_child_starts_its_own_pool(restore_threads):
     """A child forked after the pool started has none of its threads: its parallel call
     must start new workers, not wait for the parent's (a hang, killed after 60 s)."""
-    import time
 
     _engine, run = _compile(aot=False)
     parallel.set_num_threads(3)
@@ -203,17 +218,7 @@ def test_forked_child_starts_its_own_pool(restore_threads):
             os._exit(0 if calls == 3 and (counts == 1).all() else 1)
         finally:
             os._exit(2)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child's parallel call hung")
-        time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert wait_child(pid) == 0
 
 
 def test_thread_count_settings(monkeypatch, restore_threads):
