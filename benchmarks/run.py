@@ -688,13 +688,15 @@ def table(results: dict[tuple[str, int], dict[str, Any]], frameworks: list[str],
     return "\n".join(lines)
 
 
-def write_json(path: str, doc: dict[str, Any]) -> None:
+def write_json(path: str, doc: dict[str, Any], *, quiet: bool = False) -> None:
     """Write a benchmark's JSON record (non-JSON values: a NaN as null, others as text)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w") as f:
         json.dump(doc, f, indent=1, default=lambda o: None if isinstance(o, float)
                   and math.isnan(o) else str(o))
-    print(f"wrote {path}")
+    os.replace(path + ".tmp", path)  # a reader never sees half a file
+    if not quiet:
+        print(f"wrote {path}")
 
 
 def main() -> None:
@@ -729,6 +731,10 @@ def main() -> None:
             if w.get("skipped") or w.get("error"):
                 print(f"  [{fw} x{t}] {w.get('skipped') or w.get('error')}", file=sys.stderr)
             results[(fw, t)] = w.get("results", {})
+            # What has run so far, in case the run is cut short (a device session's
+            # deadline): the full record below replaces it.
+            write_json(args.json, {"host": host, "partial": True, "threads": threads,
+                                   "workers": workers}, quiet=True)
     shown = [fw for fw in args.frameworks
              if any(results.get((fw, t)) for t in threads)]
     rows = [(wl.name, wl.label, wl.unit) for wl in workloads(args.quick)
