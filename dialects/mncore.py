@@ -56,7 +56,7 @@ from accel.dialects.mncore_layout import (
     LayoutSyntaxError,
     Placement,
 )
-from accel.ir import Context, InsertionPoint, Location, Operation, OpView, Value, dialects, ir
+from accel.ir import Context, InsertionPoint, Location, Operation, OpView, Value, dialects, ir, walk
 
 ext = dialects.ext
 
@@ -232,7 +232,7 @@ def verify(root: Operation | OpView) -> list[tuple[Location, str]]:
                                                 f"attribute '{name}': {err}"))
         return ir.WalkResult.ADVANCE
 
-    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root.operation, visit)
     return errors
 
 

@@ -62,7 +62,18 @@ from accel.dialects.rdu_arch import (
     scaling_error,
     scaling_for,
 )
-from accel.ir import Context, InsertionPoint, Location, Operation, OpView, Type, Value, dialects, ir
+from accel.ir import (
+    Context,
+    InsertionPoint,
+    Location,
+    Operation,
+    OpView,
+    Type,
+    Value,
+    dialects,
+    ir,
+    walk,
+)
 
 ext = dialects.ext
 
@@ -298,7 +309,7 @@ def verify(root: Operation | OpView) -> list[tuple[Location, str]]:
             sections.append(op)
         return ir.WalkResult.ADVANCE
 
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root, visit)
     for module in modules:
         errors += _verify_target(module)
     errors += _verify_indices(sections)

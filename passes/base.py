@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from accel.diagnostics import AccelError, PassFailure
-from accel.ir import Location, Module, Operation, OpView, ir
+from accel.ir import Location, Module, Operation, OpView, ir, walk
 
 _PASS_NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
@@ -421,7 +421,7 @@ def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
             found.append(op.operation)
         return ir.WalkResult.ADVANCE
 
-    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root.operation, visit)
     return found
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accel.ir import Operation, OpView, ir
+from accel.ir import Operation, OpView, ir, walk
 from accel.passes.base import ModulePass, register_pass
 
 #: The ops this pass folds away: identities on their single operand.
@@ -35,7 +35,7 @@ def layout_ops(root: Operation | OpView) -> list[Operation]:
             found.append(op.operation)
         return ir.WalkResult.ADVANCE
 
-    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root.operation, visit)
     return found
 
 

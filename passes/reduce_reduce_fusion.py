@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from accel.ir import InsertionPoint, Operation, ir
+from accel.ir import InsertionPoint, Operation, ir, walk
 from accel.passes._attention_template import (
     BODY_ATTR,
     ScoreOp,
@@ -547,7 +547,7 @@ def _copy_bodies(template: Operation, att: _Attention, hoist: bool = False) -> N
             found.append(op.operation)
         return ir.WalkResult.ADVANCE
 
-    template.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(template, visit)
     for tile in found:
         original = att.score_ops[ir.IntegerAttr(tile.attributes[BODY_ATTR]).value]
         del tile.attributes[BODY_ATTR]

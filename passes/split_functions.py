@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.ir import InsertionPoint, Operation, dialects, ir, walk
 from accel.passes.base import ModulePass, is_inside, register_pass
 from accel.passes.dedupe_functions import dedupe_functions
 
@@ -84,7 +84,7 @@ def _size_and_asserts(op: Operation) -> tuple[int, bool]:
         asserts = asserts or inner.name == "cf.assert"
         return ir.WalkResult.ADVANCE
 
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(op, visit)
     return count, asserts
 
 
@@ -216,7 +216,7 @@ def _uses(ops: list[Operation]) -> list[ir.Value]:
         return ir.WalkResult.ADVANCE
 
     for op in ops:
-        op.walk(visit, ir.WalkOrder.PRE_ORDER)
+        walk(op, visit)
     return [v for v in used if v not in defined]
 
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 
 from accel.dialects import rdu
-from accel.ir import InsertionPoint, Operation, Value, func, ir
+from accel.ir import InsertionPoint, Operation, Value, func, ir, walk
 from accel.passes.rdu.operators import defining_op, used_values
 
 INSTANCE_ATTR = "rdu.instance"
@@ -147,7 +147,7 @@ def strip_stage_buffers(root: Operation) -> None:
             found.append(op.operation)
         return ir.WalkResult.ADVANCE
 
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root, visit)
     for op in found:
         op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()

@@ -61,6 +61,20 @@ def __getattr__(name: str) -> ModuleType:
     raise AttributeError(f"module 'accel.ir' has no attribute '{name}'")
 
 
+def walk(op: Any, visit: Any, order: Any = None) -> None:
+    """`op.walk(visit, order)` (pre-order by default) with Ctrl-C deferred to its end.
+
+    An exception raised inside a callback from C++ leaves the walk as a `RuntimeError`
+    ("Exception raised in callback"), so `accel.interrupts` must not raise a pending
+    interrupt inside `visit`: a Ctrl-C during a walk (the dialect verifier runs one after
+    each pass) came out as that RuntimeError's traceback. It is raised when the walk ends.
+    """
+    from accel import interrupts
+
+    with interrupts.deferred():
+        op.walk(visit, ir.WalkOrder.PRE_ORDER if order is None else order)
+
+
 def translate_to_llvmir(module: Module) -> str:
     """Translate a module in the LLVM dialect to LLVM IR text (upstream syntax)."""
     return _dialect("llvm").translate_module_to_llvmir(module.operation)

@@ -63,6 +63,35 @@ def test_deferred_raises_at_the_end() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_ctrl_c_during_an_ir_walk_is_an_interrupt() -> None:
+    """A SIGINT that arrives while C++ walks the IR and calls back into Python (the dialect
+    verifier after each pass) is raised when the walk ends, as CompileInterrupted; raised
+    inside the callback it came out as the walk's RuntimeError ("Exception raised in
+    callback", a traceback in test_api once)."""
+    from accel.ir import Context, Module, walk
+
+    with Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        module = Module.parse('"test.a"() : () -> ()\n"test.b"() : () -> ()\n'
+                              '"test.c"() : () -> ()')
+        seen: list[str] = []
+
+        def visit(op: object) -> object:
+            if not seen:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs here; the next visit call is traced
+            seen.append(op.name)  # type: ignore[attr-defined]
+            from accel.ir import ir
+
+            return ir.WalkResult.ADVANCE
+
+        with pytest.raises(interrupts.CompileInterrupted):
+            with interrupts.guarded():
+                walk(module.operation, visit)
+    assert seen == ["builtin.module", "test.a", "test.b", "test.c"]
+    assert not interrupts.pending()
+
+
 def test_releasing_gil_waits_interruptibly() -> None:
     """A C call that releases the GIL (here: sleep) runs in a worker; Ctrl-C ends the wait
     at once. Results and exceptions come back as from a plain call."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from accel.diagnostics import AccelError
-from accel.ir import InsertionPoint, Module, Operation, dialects, fx_importer_module, ir
+from accel.ir import InsertionPoint, Module, Operation, dialects, fx_importer_module, ir, walk
 from accel.runtime.weights import as_array
 
 PREFIX = "accel_w"
@@ -87,7 +87,7 @@ def _weight_constants(module: Module) -> list[tuple[Operation, str]]:
                 found.append((op.operation, match.group(1)))
         return ir.WalkResult.ADVANCE
 
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(module.operation, visit)
     return found
 
 
