@@ -484,29 +484,45 @@ def _backward(graph: Graph, p: _Planner, scheme: dict[str, str]) -> None:
 def _descend(graph: Graph, p: _Planner, scheme: dict[str, str], best: Plan,
              history: list[dict[str, Any]] | None = None) -> Plan:
     """Coordinate descent over clusters on the relayout bytes (lpz); each accepted change
-    is recorded in `history`."""
+    is recorded in `history`. A trial's bytes come from the terms its flips touch
+    (`layout_delta.DeltaCost`), not from a whole new plan: the same decisions in time
+    linear in the graph per round."""
+    from collections import ChainMap
+
+    from accel.targets.mncore.layout_delta import DeltaCost
+
     cluster = _clusters(graph)
-    roots = sorted(set(cluster.values()))
+    members: dict[str, list[str]] = {}
+    for v, root in cluster.items():
+        members.setdefault(root, []).append(v)
+    transposes = [layer for layer in graph.layers if layer.op_type == "Transpose"]
+    cost = DeltaCost(p)
+    relayout, fused = cost.totals(scheme)
+    best_bytes = best.relayout_bytes
     improved = True
     rounds = 0
     while improved and rounds < 8:
         improved, rounds = False, rounds + 1
-        for root in roots:
-            group = [v for v, r in cluster.items() if r == root]
-            flipped = dict(scheme)
-            for v in group:
-                flipped[v] = COL if scheme[v] == ROW else ROW
+        for root in sorted(members):
+            group = members[root]
+            in_group = set(group)
+            changes = {v: COL if scheme[v] == ROW else ROW for v in group}
+            flipped = ChainMap(changes, scheme)
             # Downstream transposes and elementwise layers follow the new scheme.
-            for layer in graph.layers:
-                if layer.output not in group and layer.op_type in ("Transpose",):
-                    flipped[layer.output] = p.out_scheme(layer, flipped)
-            trial = p.finish("lpz", flipped, check=False)
-            if trial.relayout_bytes < best.relayout_bytes:
-                changed = [v for v in flipped if flipped[v] != scheme[v]]
-                scheme.clear()
-                scheme.update(flipped)
-                best, improved = trial, True
+            for layer in transposes:
+                if layer.output not in in_group:
+                    changes[layer.output] = p.out_scheme(layer, flipped)
+            moved = {v for v, s in changes.items() if s != scheme[v]}
+            d_relayout, d_fused = cost.delta(scheme, flipped, moved)
+            trial_bytes = relayout + d_relayout + \
+                int(FUSED_RELAYOUT_FRACTION * (fused + d_fused))
+            if trial_bytes < best_bytes:
+                changed = [v for v in scheme if v in moved]
+                scheme.update(changes)
+                relayout, fused, best_bytes, improved = \
+                    relayout + d_relayout, fused + d_fused, trial_bytes, True
                 if history is not None:
+                    trial = p.finish("lpz", scheme, check=False)
                     history.append({"step": len(history), "phase": "lpz",
                                     "what": f"round {rounds}: cluster of {root} flipped",
                                     "relayouts": len(trial.relayouts),
