@@ -130,6 +130,30 @@ def test_every_index_once_on_openmp(threads, count, n):
     assert calls == (min(count, n) if n else 0)
 
 
+def test_two_callers_at_once_on_openmp(threads):
+    """Two Python threads in compiled parallel code at the same time (ctypes drops the
+    GIL): each leads an OpenMP team of its own; every index of both runs exactly once."""
+    import threading
+
+    assert openmp.bind()
+    _engine, run = _compile(aot=False)
+    threads(3)
+    errors: list[str] = []
+
+    def caller() -> None:
+        for n in range(1, 200):
+            calls, counts = run(n)
+            if not (counts == 1).all() or calls != min(3, n):
+                errors.append(f"n={n}: calls {calls}, counts {set(counts.tolist())}")
+
+    workers = [threading.Thread(target=caller) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors, errors[:3]
+
+
 def test_nested_parallel_loops_cover_their_range(threads):
     assert openmp.bind()
     _engine, run = _compile(aot=False, source=_NESTED)
