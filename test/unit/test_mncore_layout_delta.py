@@ -25,7 +25,7 @@ def test_delta_matches_the_whole_plan(seed: int) -> None:
     p = layouts._Planner(GPT2, [], {}, {})
     values = list(GPT2.values)
     scheme = {v: rng.choice((layouts.ROW, layouts.COL)) for v in values}
-    cost = DeltaCost(p)
+    cost = DeltaCost(p, layouts._demand, layouts._tied)
     assert cost.totals(scheme) == _bytes(p.finish("lpz", scheme, check=False))
     for size in (1, 3, 40):
         moved = set(rng.sample(values, size))

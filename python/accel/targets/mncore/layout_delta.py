@@ -12,19 +12,17 @@ it. `DeltaCost` indexes those terms once and sums their old and new values, with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from accel.targets.mncore.layouts import _Planner
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 
 class DeltaCost:
-    """`finish`'s two sums (relayout bytes, fused-output bytes) by term, for one planner."""
+    """`finish`'s two sums (relayout bytes, fused-output bytes) by term, for one planner
+    (`layouts._Planner`; its rules `_demand` and `_tied` passed in, so that this module
+    does not import `layouts`, which imports it)."""
 
-    def __init__(self, planner: _Planner) -> None:
-        from accel.targets.mncore.layouts import _demand, _tied
-
+    def __init__(self, planner: Any, demand: Callable[..., str | None],
+                 tied: Callable[..., bool]) -> None:
         self.p = planner
         g = planner.graph
         self.layers = list(g.layers)
@@ -39,7 +37,7 @@ class DeltaCost:
                 k = len(self.pairs)
                 self.pairs.append((name, layer.output,
                                    planner.fixed_in.get((layer.name, i)),
-                                   _demand(layer, i, g), _tied(layer, i, g)))
+                                   demand(layer, i, g), tied(layer, i, g)))
                 self.pairs_of.setdefault(name, []).append(k)
                 self.pairs_of.setdefault(layer.output, []).append(k)
             for name in (layer.output, *layer.inputs):

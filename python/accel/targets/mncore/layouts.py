@@ -496,7 +496,7 @@ def _descend(graph: Graph, p: _Planner, scheme: dict[str, str], best: Plan,
     for v, root in cluster.items():
         members.setdefault(root, []).append(v)
     transposes = [layer for layer in graph.layers if layer.op_type == "Transpose"]
-    cost = DeltaCost(p)
+    cost = DeltaCost(p, _demand, _tied)
     relayout, fused = cost.totals(scheme)
     best_bytes = best.relayout_bytes
     improved = True
