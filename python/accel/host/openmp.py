@@ -78,7 +78,8 @@ def bind() -> str:
             except (OSError, AttributeError):
                 continue
             if all(addresses):
-                # The two queries first: a parallel call reads GOMP_parallel's slot last.
+                # GOMP_parallel's slot last: a parallel call that finds it set (the
+                # runtime reads it first) finds the two queries set too.
                 _table[1], _table[2] = addresses[1], addresses[2]
                 _table[0] = addresses[0]
                 _state.update(found=True, library=path)
