@@ -125,7 +125,6 @@ def _bind_jit_symbols() -> None:
             engine.add_symbol(FAILURE_KEY + "_value", failure_key_address())
             engine.add_symbol(openmp.TABLE, openmp.table_address())
             _bound = True
-    openmp.bind()
 
 
 _RUNTIME = """\

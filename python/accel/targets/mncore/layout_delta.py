@@ -27,7 +27,6 @@ class DeltaCost:
         g = planner.graph
         self.layers = list(g.layers)
         self.nbytes = {name: v.nbytes for name, v in g.values.items()}
-        self._text: dict[tuple[str, str], str] = {}
         #: Per (layer, input): (input name, output name, fixed want, demand, tied).
         self.pairs: list[tuple[str, str, str | None, str | None, bool]] = []
         self.pairs_of: dict[str, list[int]] = {}
@@ -43,15 +42,8 @@ class DeltaCost:
             for name in (layer.output, *layer.inputs):
                 self.layers_of.setdefault(name, []).append(li)
 
-    def text(self, value: str, scheme: str) -> str:
-        key = (value, scheme)
-        found = self._text.get(key)
-        if found is None:
-            found = self._text[key] = self.p.text(value, scheme)
-        return found
-
     def _layout(self, value: str, scheme: Mapping[str, str]) -> str:
-        return self.p.fixed_out.get(value) or self.text(value, scheme[value])
+        return self.p.fixed_out.get(value) or self.p.text(value, scheme[value])
 
     def pair(self, k: int, scheme: Mapping[str, str]) -> int:
         """Bytes of pair k's relayout under `scheme` (0: none), as `finish` decides it."""
@@ -60,7 +52,7 @@ class DeltaCost:
         if want is None:
             if demand is None and tied:
                 demand = scheme[output]
-            want = have if demand is None else self.text(name, demand)
+            want = have if demand is None else self.p.text(name, demand)
         return self.nbytes[name] if want != have else 0
 
     def fused(self, li: int, scheme: Mapping[str, str]) -> int:

@@ -270,11 +270,18 @@ class _Planner:
         self.fixed_out: dict[str, str] = {}
         self.fixed_in: dict[tuple[str, int], str] = {}
         self.used: set[str] = set()
+        self._texts: dict[tuple[str, str], str] = {}
         self._apply_specs()
 
     def text(self, value: str, scheme: str) -> str:
-        v = self.graph.values[value]
-        return generate(v.shape, scheme, self.bits.get(value, v.bits))
+        """The layout text of `value` in `scheme` (memoised: lpz asks for the same pairs
+        again and again)."""
+        key = (value, scheme)
+        found = self._texts.get(key)
+        if found is None:
+            v = self.graph.values[value]
+            found = self._texts[key] = generate(v.shape, scheme, self.bits.get(value, v.bits))
+        return found
 
     def _fits(self, entry: SpecEntry, value: str) -> None:
         """The entry's layout against the tensor it applies to, at the tensor's width."""
