@@ -165,9 +165,13 @@ def test_nested_parallel_loops_cover_their_range(threads):
 
 def test_mode_setting(monkeypatch):
     for value, mode in (("", "openmp"), ("openmp", "openmp"), ("accel", "accel"), ("0", "0"),
-                        ("ACCEL", "accel"), ("other", "openmp")):
+                        ("ACCEL", "accel")):
         monkeypatch.setenv("ACCEL_THREAD_POOL", value)
         assert openmp.mode() == mode
+    monkeypatch.setenv("ACCEL_THREAD_POOL", "other")
+    monkeypatch.setattr(openmp, "_warned", set())
+    with pytest.warns(UserWarning, match="ACCEL_THREAD_POOL='other' is not one of"):
+        assert openmp.mode() == "openmp"
 
 
 def test_forked_child_uses_accel_pool(threads):

@@ -38,6 +38,7 @@ _LIBRARY = re.compile(r"/lib(gomp|iomp5|omp)[-.][^/]*$")
 _table = (ctypes.c_void_p * 3)()
 _lock = threading.Lock()
 _state = {"found": False, "library": "", "forked": False}
+_warned: set[str] = set()  # ACCEL_THREAD_POOL values already warned about
 
 
 def table_address() -> int:
@@ -46,9 +47,18 @@ def table_address() -> int:
 
 
 def mode() -> str:
-    """`ACCEL_THREAD_POOL`: "openmp" (the default: OpenMP when loaded), "accel" or "0"."""
+    """`ACCEL_THREAD_POOL`: "openmp" (the default: OpenMP when loaded), "accel" or "0"; any
+    other value warns once and counts as the default."""
     value = os.environ.get("ACCEL_THREAD_POOL", "").strip().lower()
-    return value if value in ("accel", "0") else "openmp"
+    if value in ("accel", "0"):
+        return value
+    if value not in ("", "openmp") and value not in _warned:
+        import warnings
+
+        _warned.add(value)
+        warnings.warn(f"ACCEL_THREAD_POOL={value!r} is not one of openmp, accel, 0; using "
+                      "openmp", stacklevel=2)
+    return "openmp"
 
 
 def _loaded_libraries() -> list[str]:
