@@ -2,9 +2,10 @@
 (`accel.frontend.decompositions._var_mean`): two float64-accumulated passes, no float64
 copy of the input. Checked against eager's `torch.var_mean` (which accumulates in double):
 the decomposition itself over dims, keepdim and corrections, on data whose mean dwarfs its
-spread; the compiled function (`accel.compile`); the compiled code holds no float64 buffer
-of the input's size; and a BatchNorm training step (`accel.compile_train_step`) whose
-running statistics and parameters match eager after three steps.
+spread; the compiled function (`accel.compile` and `torch.compile(backend="accel")`); the
+compiled code holds no float64 buffer of the input's size; and a BatchNorm training step
+(`accel.compile_train_step`) whose running statistics and parameters match eager after three
+steps.
 """
 
 from __future__ import annotations
@@ -90,3 +91,15 @@ def test_batchnorm_training_step_matches_eager() -> None:
     for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values(),
                             strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_var_mean_through_torch_compile() -> None:
+    """The decomposition through the other entry point that decomposes graphs:
+    torch.compile(backend="accel") on data whose mean dwarfs its spread (single-pass
+    float32 statistics would lose most digits of the variance here)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(16, 8, 12, 12, generator=g) * 0.5 + 40
+    compiled = torch.compile(Stats(), backend="accel", options={"cache": False})
+    for got, want in zip(compiled(x), Stats()(x), strict=True):
+        torch.testing.assert_close(got, want, rtol=2e-6, atol=0)
