@@ -307,9 +307,13 @@ def test_input_updated_in_place_as_in_eager() -> None:
 
 
 def test_unsupported_in_place_update_is_a_clear_error() -> None:
-    """BatchNorm in training mode bumps a 0-d counter that torch-mlir folds away."""
-    with pytest.raises(NotImplementedError, match="updates buffer 'num_batches_tracked'"):
+    """BatchNorm in training mode bumps a 0-d counter that torch-mlir folds away: the error
+    names the buffer and the ways that work (eval mode, the training entry points)."""
+    with pytest.raises(NotImplementedError,
+                       match="updates the one-element buffer 'num_batches_tracked'") as err:
         accel.compile(torch.nn.BatchNorm1d(4).train(), (torch.randn(8, 4),))
+    assert ".eval()" in str(err.value) and "accel.compile_train_step" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_num_threads_option_sets_the_process_thread_count() -> None:

@@ -113,8 +113,19 @@ def _check_mutated_buffers_shared(module: Any, mutations: list[Mutation],
         if buffer.device.type == "cpu" and buffer.dtype != torch.bool:
             memory = numpy_view(buffer)
             shared = any(np.shares_memory(memory, a) for a in weights.values())
-        if not shared:
+        if shared:
+            continue
+        if buffer.device.type == "cpu" and buffer.dtype != torch.bool and \
+                buffer.numel() == 1:
+            # torch-mlir folds arithmetic on one-element constants (`counter + 1` became
+            # `1`): the code would store the same value at every call.
             raise NotImplementedError(
-                f"{name} updates buffer '{m.target}' ({buffer.dtype}, "
-                f"{'contiguous' if buffer.is_contiguous() else 'strided'}) in place; accel "
-                "supports in-place updates only of contiguous non-bool CPU buffers")
+                f"{name} updates the one-element buffer '{m.target}' in place (BatchNorm "
+                "in training mode counts its calls so), which accel.compile does not support: "
+                "call .eval() on the model for inference, or compile training with "
+                "accel.compile_train_step or torch.compile(backend=\"accel\")")
+        raise NotImplementedError(
+            f"{name} updates buffer '{m.target}' ({buffer.dtype}, "
+            f"{'contiguous' if buffer.is_contiguous() else 'strided'}, "
+            f"{buffer.device.type}) in place; accel supports in-place updates only of "
+            "contiguous non-bool CPU buffers")
