@@ -71,8 +71,12 @@ def choose_conv_tile(spec: ConvSpec, vl: int) -> ConvTile:
 #: 0: no channel blocks. Off: on the shared 2-core host 16 KB blocks measured 1.1-1.3x
 #: slower on ResNet's 512-channel 7x7 layer (write-back per block), within the noise.
 CHANNEL_BLOCK_BYTES = 0
-#: Work items aimed at (image x filter block x tile group): enough for many threads.
+#: Work items aimed at (image x filter block x tile group): enough for many threads...
 ITEMS = 64
+#: ...but none under this many multiply-adds where the conv is big enough for two: the
+#: runtime starts at most one thread per item, so a small conv wakes a few threads on a
+#: many-core machine, each with ~5-10 us of work (`_gemm_kernel.ITEM_FLOOR_MACS`).
+ITEM_FLOOR_MACS = 1 << 19
 
 
 def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
@@ -87,7 +91,9 @@ def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
         if CHANNEL_BLOCK_BYTES else spec.c
     ntiles = _ceil(spec.oh * spec.ow, tile.pt)
     tile_items = spec.n * _ceil(spec.f, tile.fb) * ntiles
-    tg = min(ntiles, max(1, _ceil(tile_items, ITEMS)))
+    macs = spec.n * spec.f * spec.oh * spec.ow * spec.c * taps
+    target = min(ITEMS, max(2, macs // ITEM_FLOOR_MACS))
+    tg = min(ntiles, max(1, _ceil(tile_items, target)))
     return min(cb, spec.c), tg, unroll
 
 

@@ -135,11 +135,16 @@ class Split:
     items: int  # all items (per * batch, or per)
 
 
-#: Smallest work (M*N*K, times the batch) a kernel runs in parallel: below ~8M MACs (~70 us on
-#: one AVX-512 core) starting a thread (~20-50 us) eats the gain.
-PARALLEL_MIN_MACS = 1 << 23
+#: Smallest work (M*N*K, times the batch) a kernel runs in parallel. Items (below) cap the
+#: threads a kernel wakes, so a small kernel runs on a few threads even on a many-core
+#: machine; on PyTorch's OpenMP threads (accel.host.openmp) a fork-join costs a few us.
+#: 2^23 left a small CNN's convolutions serial (its train step: 0.64x eager at 2 threads,
+#: 0.76x with 2^20 and threaded loops from 2^18: benchmarks/training.py).
+PARALLEL_MIN_MACS = 1 << 20
 #: Smallest work of one parallel item (a thread gets at least one).
 ITEM_MIN_MACS = 1 << 21
+#: ...and at the default threshold half of it: 2^19 (~5-10 us on one AVX-512 core).
+ITEM_FLOOR_MACS = 1 << 19
 
 
 def choose_split(spec: GemmSpec, tiles: Tiles, min_macs: int = PARALLEL_MIN_MACS
@@ -148,8 +153,8 @@ def choose_split(spec: GemmSpec, tiles: Tiles, min_macs: int = PARALLEL_MIN_MACS
 
     The larger of M and N is split (into whole MR x .. or .. x NR tiles), so the operand
     every thread packs in full (B when splitting M, A when splitting N) is the smaller
-    one; items are grouped to at least ITEM_MIN_MACS each (a quarter of `min_macs` when
-    that is less).
+    one; items are grouped to at least ITEM_MIN_MACS each (half of `min_macs` when that is
+    less; a quarter for a threshold below 2 * ITEM_FLOOR_MACS, as tests use).
     """
     batch = max(spec.batch, 1)
     if spec.m * spec.n * spec.k * batch < min_macs:
@@ -157,7 +162,10 @@ def choose_split(spec: GemmSpec, tiles: Tiles, min_macs: int = PARALLEL_MIN_MACS
     dim = "m" if spec.m >= spec.n else "n"
     size, tile, other = (spec.m, tiles.mr, spec.n) if dim == "m" else (spec.n, tiles.nr, spec.m)
     tiles_in_dim = _ceil(size, tile)
-    item_macs = min(ITEM_MIN_MACS, min_macs // 4)  # a low threshold (tests): small items
+    # Half the threshold (two items at least), within [ITEM_FLOOR_MACS, ITEM_MIN_MACS];
+    # a threshold below the floor (tests) gets small items as asked.
+    item_macs = min(ITEM_MIN_MACS, min_macs // 2) if min_macs >= 2 * ITEM_FLOOR_MACS \
+        else min_macs // 4
     group = max(1, min(tiles_in_dim, _ceil(item_macs, tile * other * spec.k)))
     per = _ceil(tiles_in_dim, group)
     if per * batch < 2:

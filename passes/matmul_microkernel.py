@@ -329,6 +329,11 @@ def _fold_weight_transpose(op: Operation, spec: GemmSpec) -> GemmSpec:
                     trans_b=True)
 
 
+#: Smallest M*N*K of a GEMM whose operands fit the cache (an unpacked kernel's) that runs
+#: in parallel: the packed kernels' threshold until it went to 2^20.
+DIRECT_PARALLEL_MIN_MACS = 1 << 23
+
+
 def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
                 known: set[str], parallel_min: int | None = None, direct: bool = False) -> str:
     """The kernel's symbol, adding its private functions to `module` on first use (and the
@@ -336,6 +341,12 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
     smallest M*N*K that does, None for none). With `direct`, a serial kernel whose
     operands fit the cache (`direct_fits`) reads them in place instead of packing."""
     tiles = fit_rows(tiles, spec.m)
+    if direct and parallel_min is not None and parallel_min >= PARALLEL_MIN_MACS and \
+            _direct_fits(spec, tiles):
+        # In-cache GEMMs (attention tiles, inside a parallel loop of their own) stay unpacked
+        # and serial below the threshold they had before packed kernels went parallel from
+        # 2^20: threading them would pack them again. (Lower thresholds: tests forcing it.)
+        parallel_min = max(parallel_min, DIRECT_PARALLEL_MIN_MACS)
     split = None if parallel_min is None else choose_split(spec, tiles, parallel_min)
     direct = direct and split is None and _direct_fits(spec, tiles)
     copy_b = False

@@ -21,8 +21,9 @@ iteration forks and joins). L fires only when all of this holds:
 * Static shape: L has constant bounds and no `iter_args`, runs at least twice, and its
   static work (trip counts x body ops; nested loops have constant bounds or, when tiled,
   a constant bound on ub - lb) is at least
-  `min-work` (default `MIN_WORK` = 2^22): below it a fork-join (~8 us with a free core,
-  20-50 us on a busy machine) costs more than it saves.
+  `min-work` (default `MIN_WORK` = 2^18): below it a fork-join costs more than it saves.
+  L then runs as `work / chunk-work` items (`CHUNK_WORK` = 2^17; 2 to trips), each a
+  contiguous run of iterations: no more threads start than there are items.
 * Known effects: everything inside L is `arith`, `math`, `index`, `complex` or the affine
   ops `for`/`if`/`yield`/`apply`/`min`/`max`/`load`/`store` (no calls, no `memref.load`,
   no `scf`, no allocation): nothing touches memory except affine loads and stores.
@@ -77,8 +78,17 @@ from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 #: than on 1 (22 vs 16 us), one of 2^20 faster (32 vs 39 us) with the second core free;
 #: but the batch-1 MLP's matrix-vector layers (2^20-2^22) made the model slower on 2
 #: threads than on 1 (33-57 vs 27 us: the shared VM's second core is often busy), so
-#: the default asks for ~100 us of work, like the GEMM kernels' 2^23 multiply-adds.
-MIN_WORK = 1 << 22
+#: the default asked for ~100 us of work (2^22), like the GEMM kernels' 2^23 multiply-adds.
+#: Since the parallel loops run on PyTorch's OpenMP threads when torch is loaded (a fork-join
+#: of a few us) and items follow the work (CHUNK_WORK), 2^18: a small CNN's train step
+#: 0.63x -> 0.73x eager at 2 threads, unchanged at 1, the MLPs unchanged (docs/cpu-codegen.md).
+MIN_WORK = 1 << 18
+
+#: Smallest work of one item the runtime hands a thread: a loop of `w` work runs as
+#: min(trips, w // CHUNK_WORK) items (at least 2), and the runtime starts no more threads than
+#: items. A small loop then uses a few threads on a many-core machine instead of waking all
+#: of them for a few microseconds of work each (PyTorch's `at::parallel_for` grain size).
+CHUNK_WORK = 1 << 17
 
 #: Most bytes of private `memref.alloca` buffers per body call (they move from the calling
 #: thread's stack to each worker's).
@@ -384,6 +394,7 @@ class _Plan:
 
     loop: Operation
     trips: int
+    chunks: int  # items handed to the runtime: the iterations in that many contiguous runs
     captures: list[ir.Value] = field(default_factory=list)  # passed through the context
     clones: list[Operation] = field(default_factory=list)  # constants, globals
     privates: list[Operation] = field(default_factory=list)  # scratch buffer allocations
@@ -394,7 +405,15 @@ def _scalar_type(t: ir.Type) -> bool:
                       | ir.F64Type)
 
 
-def plan(loop: Operation, min_work: int) -> _Plan | str:
+def chunk_count(trips: int, total_work: int, chunk_work: int) -> int:
+    """Items for a loop of `trips` iterations and `total_work`: one per iteration when
+    `chunk_work` is 0, else about `total_work / chunk_work` (2 to `trips`)."""
+    if chunk_work <= 0:
+        return trips
+    return max(2, min(trips, total_work // chunk_work))
+
+
+def plan(loop: Operation, min_work: int, chunk_work: int = CHUNK_WORK) -> _Plan | str:
     """The outlining plan for `loop`, or why it stays serial (a short reason)."""
     trips = trip_count(loop)
     if trips is None:
@@ -418,7 +437,7 @@ def plan(loop: Operation, min_work: int) -> _Plan | str:
         by_memref.setdefault(_access(op)[0], []).append(op)
     roots = {m: _root(m) for m in by_memref}
     written = {_access(op)[0] for op in accesses if op.name == "affine.store"}
-    result = _Plan(loop, trips)
+    result = _Plan(loop, trips, chunk_count(trips, trips * body_work, chunk_work))
     for memref in written:
         root = roots[memref]
         if root is None:
@@ -471,10 +490,14 @@ def _slot_type(t: ir.Type) -> str:
     return "i64" if isinstance(t, ir.IndexType) else str(t)
 
 
-def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> str:
-    """`@name(captures)` (stores them into a stack context and calls `accel_parallel_for`),
-    `@name_entry(ctx, lo, hi)` (loads them back) and `@name_body(captures, lo, hi)` (an
-    empty loop over iterations [lo, hi) that the pass fills)."""
+def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int,
+           chunks: int | None = None) -> str:
+    """`@name(captures)` (stores them into a stack context and calls `accel_parallel_for`
+    over `chunks` items, default one per iteration), `@name_entry(ctx, lo, hi)` (loads them
+    back; items [lo, hi) are iterations [lo * trips / chunks, hi * trips / chunks)) and
+    `@name_body(captures, lo, hi)` (an empty loop over iterations [lo, hi) that the pass
+    fills)."""
+    chunks = trips if chunks is None else chunks
     slots = [_slot_type(t) for t in types] or ["i64"]
     ctx_t = f"!llvm.struct<({', '.join(slots)})>"
     args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
@@ -494,7 +517,7 @@ def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> s
             value = f"%d{i}"
         lines += [f"    %p{i} = {gep.format(i)}",
                   f"    llvm.store {value}, %p{i} : {slots[i]}, !llvm.ptr"]
-    lines += [f"    %n = arith.constant {trips} : index",
+    lines += [f"    %n = arith.constant {chunks} : index",
               *fork_join(f"{name}_entry", "%ctx", "%n", indent="    "),
               "    return",
               "  }",
@@ -511,8 +534,16 @@ def render(name: str, types: list[ir.Type], trips: int, lb: int, step: int) -> s
             lines.append(f"    %a{i} = arith.index_cast %d{i} : i64 to index")
         else:
             names[-1] = f"%d{i}"
+    first, last = "%lo", "%hi"
+    if chunks != trips:  # items are runs of iterations: item k starts at k * trips / chunks
+        lines += [f"    %trips = arith.constant {trips} : index",
+                  f"    %chunks = arith.constant {chunks} : index"]
+        for item, it in (("%lo", "%first"), ("%hi", "%last")):
+            lines += [f"    {it}_x = arith.muli {item}, %trips : index",
+                      f"    {it} = arith.divui {it}_x, %chunks : index"]
+        first, last = "%first", "%last"
     call_types = ", ".join([*map(str, types), "index", "index"])
-    call_args = ", ".join([*names, "%lo", "%hi"])
+    call_args = ", ".join([*names, first, last])
     bound = f"affine_map<()[s0] -> (s0 * {step} + {lb})>"
     lines += [f"    func.call @{name}_body({call_args}) : ({call_types}) -> ()",
               "    return",
@@ -545,7 +576,8 @@ def outline(module: Operation, p: _Plan, name: str, dealloc: bool) -> None:
     loop = p.loop
     lb, _, step = bounds(loop)  # type: ignore[misc]
     types = [v.type for v in p.captures]
-    parsed = ir.Module.parse(render(name, types, p.trips, lb, step), module.context)
+    parsed = ir.Module.parse(render(name, types, p.trips, lb, step, p.chunks),
+                             module.context)
     body = module.regions[0].blocks[0]
     have_runtime = "accel_parallel_for" in _symbols(module)
     new_funcs = {}
@@ -637,6 +669,9 @@ class ParallelizeLoops(ModulePass):
     enabled: bool = field(default=True, metadata={"help": "outline parallel loops"})
     #: Smallest static work (trip counts x body ops of one run of the loop) run in parallel.
     min_work: int = field(default=MIN_WORK, metadata={"help": "smallest work run in parallel"})
+    #: Smallest work of one item handed to a thread (0: one item per iteration).
+    chunk_work: int = field(default=CHUNK_WORK,
+                            metadata={"help": "smallest work per thread item (0: per iteration)"})
     #: Free a private heap scratch buffer in the body (only when running after the
     #: deallocation pipeline, which otherwise does it).
     dealloc: bool = field(default=False, metadata={"help": "emit memref.dealloc"})
@@ -644,6 +679,8 @@ class ParallelizeLoops(ModulePass):
     def __post_init__(self) -> None:
         if self.min_work < 0:
             raise ValueError("min-work must not be negative")
+        if self.chunk_work < 0:
+            raise ValueError("chunk-work must not be negative")
 
     def apply(self, module: Operation) -> None:
         if not self.enabled:
@@ -658,7 +695,7 @@ class ParallelizeLoops(ModulePass):
             todo = list(_nests(func.regions[0].blocks[0]))
             while todo:
                 loop = todo.pop(0)
-                result = plan(loop, self.min_work)
+                result = plan(loop, self.min_work, self.chunk_work)
                 if isinstance(result, _Plan):
                     outline(module, result, _fresh_name(fname, known), self.dealloc)
                 elif result != "too small":  # the inner loops may still be parallel

@@ -1,18 +1,19 @@
-// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0 parallel=false})' | FileCheck %s
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=16 min-flops=0 parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-conv-kernels{vector-width=8 min-flops=0 max-taps=8})' | FileCheck %s --check-prefix=TAPS
 
-// A 3x3 conv (input already padded): a direct kernel. @K runs the (image, filter block,
-// position tile) items of @K_body; the first item of each (image, block) packs the block's
-// weights into a panel Wp[C][KH*KW][FB] (AVX2: FB = 2 x 8 lanes, zero past F); each item
-// keeps FV x PT = 2 x 6 vector accumulators over the C loop (the 9 taps unrolled: 2 weight
-// loads, 6 broadcast inputs, 12 FMAs per tap) and adds them to O through a stack tile.
+// A 3x3 conv (input already padded): a direct kernel (serial: parallel=false). @K runs the
+// (image, filter block, position tile) items of @K_body; the first item of each (image,
+// block) packs the block's weights into a panel Wp[C][KH*KW][FB] (AVX2: FB = 2 x 8 lanes,
+// zero past F); each item keeps FV x PT = 2 x 6 vector accumulators over the C loop (the 9
+// taps unrolled: 2 weight loads, 6 broadcast inputs, 12 FMAs per tap) and adds them to O
+// through a stack tile.
 // CHECK-LABEL: func.func @conv3x3
 // CHECK-NOT:   linalg.conv_2d_nchw_fchw
 // CHECK:       call @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<1x32x18x18xf32>, memref<32x32x3x3xf32>, memref<1x32x16x16xf32>) -> ()
 // CHECK:       func.func private @[[K]](%[[X:.*]]: memref<1x32x18x18xf32>, %[[W:.*]]: memref<32x32x3x3xf32>, %[[O:.*]]: memref<1x32x16x16xf32>)
 // CHECK-NOT:     accel_parallel_for
-// CHECK:         call @[[K]]_body(%[[X]], %[[W]], %[[O]], %c0, %c44)
+// CHECK:         call @[[K]]_body(%[[X]], %[[W]], %[[O]], %c0, %c4)
 // CHECK:       func.func private @[[K]]_body(
 // CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<1x32x18x18xf32> into memref<1x10368xf32>
 // CHECK:         memref.alloca() {alignment = 64 : i64} : memref<6x16xf32>
@@ -42,13 +43,14 @@
 // CHECK-NOT:     memref.dealloc
 // Threads (parallel-min-flops=0): the three descriptors into a stack context, the items run
 // by accel_parallel_for through @K_entry. AVX-512: FB = 2 x 16 lanes, 2 x 13 accumulators
-// (20 tiles of 13 compute 260 of the 256 positions, 19 of 14 would compute 266).
+// (20 tiles of 13 compute 260 of the 256 positions, 19 of 14 would compute 266), in 4
+// items of 5 tiles: 2.4M MACs make one item per 2^19 (a small conv wakes few threads).
 // PAR-LABEL: func.func @conv3x3
 // PAR:       func.func private @accel_parallel_for(
 // PAR:       func.func private @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](
 // PAR:         llvm.alloca %{{.*}} x !llvm.array<3 x struct<(ptr, ptr, i64, array<4 x i64>, array<4 x i64>)>>
 // PAR:         %[[F:.*]] = constant @[[K]]_entry : (!llvm.ptr, index, index) -> ()
-// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c20)
+// PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c4)
 // PAR:       func.func private @[[K]]_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
 // PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
 // PAR:       func.func private @[[K]]_body(

@@ -1,8 +1,8 @@
-// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 direct=false})' | FileCheck %s
+// RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 direct=false parallel=false})' | FileCheck %s
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 direct=false parallel-min-flops=0})' | FileCheck %s --check-prefix=PAR
 // RUN: accel-opt %s --split-input-file --pass-pipeline='builtin.module(accel-matmul-microkernel{vector-width=8 kc=64 mc=48 nc=256 direct=false parallel-min-flops=0 im2col-parallel-min=0})' | FileCheck %s --check-prefix=IM2COL
 
-// Multi-threaded kernels (`parallel-min-flops`, default 2^23): @K puts the operands'
+// Multi-threaded kernels (`parallel-min-flops`, default 2^20): @K puts the operands'
 // descriptors into a stack context and runs @K_entry over the items (here the 6 NR-column
 // panels of N = 96 > M = 64) with the runtime's `accel_parallel_for`; @K_entry loads them
 // back and calls @K_body on items [lo, hi), the serial kernel over those columns.

@@ -1,8 +1,25 @@
 // RUN: accel-opt %s --split-input-file \
-// RUN:   --pass-pipeline='builtin.module(accel-parallelize-loops{min-work=65536})' | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(accel-parallelize-loops{min-work=65536 chunk-work=0})' \
+// RUN:   | FileCheck %s
+// RUN: accel-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(accel-parallelize-loops{min-work=65536 chunk-work=65536})' \
+// RUN:   | FileCheck %s --check-prefix=CHUNK
 
 // An elementwise nest is outlined: the function calls a dispatcher, which passes the
 // descriptors through a stack context to accel_parallel_for over the 256 rows.
+// With chunk-work (CHUNK): 256 x 512 x 5 ops (two loads, add, max, store) = 655360 of work
+// makes 10 items of 65536, each a contiguous run of rows: item k starts at row k * 256 / 10.
+// CHUNK-LABEL: func.func private @elementwise_par0(
+// CHUNK:         %[[N:.*]] = arith.constant 10 : index
+// CHUNK:         call @accel_parallel_for(%{{.*}}, %{{.*}}, %[[N]])
+// CHUNK:       func.func private @elementwise_par0_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
+// CHUNK-DAG:     %[[T:.*]] = arith.constant 256 : index
+// CHUNK-DAG:     %[[C:.*]] = arith.constant 10 : index
+// CHUNK:         %[[LT:.*]] = arith.muli %[[LO]], %[[T]] : index
+// CHUNK:         %[[FIRST:.*]] = arith.divui %[[LT]], %[[C]] : index
+// CHUNK:         %[[HT:.*]] = arith.muli %[[HI]], %[[T]] : index
+// CHUNK:         %[[LAST:.*]] = arith.divui %[[HT]], %[[C]] : index
+// CHUNK:         call @elementwise_par0_body({{.*}}, %[[FIRST]], %[[LAST]])
 // CHECK-LABEL: func.func @elementwise
 // CHECK-SAME:    (%[[A:.*]]: memref<256x512xf32>, %[[B:.*]]: memref<256x512xf32>)
 // CHECK:         %[[OUT:.*]] = memref.alloc()

@@ -153,7 +153,7 @@ def test_threaded_depthwise_matches_eager(threads):
 
 
 def test_threaded_direct_conv_matches_eager(threads):
-    """Above parallel-min-flops (2^23 MACs) the (image, filter block, tile) items run on
+    """Above parallel-min-flops (2^20 MACs) the (image, filter block, tile) items run on
     2 threads: the last tile of each block overlaps the one before it."""
     threads(2)
     torch.manual_seed(0)
@@ -211,7 +211,8 @@ func.func @conv(%x: memref<2x24x17x17xf32>, %w: memref<40x24x3x3xf32>,
 """
 
 
-@pytest.mark.parametrize("options", ["vector-width=16", "vector-width=16 parallel-min-flops=0",
+@pytest.mark.parametrize("options", ["vector-width=16 parallel=false",
+                                     "vector-width=16 parallel-min-flops=0",
                                      "vector-width=8 parallel-min-flops=0"])
 def test_avx512_tile_runs_on_this_host(ctx, threads, options):
     """The AVX-512 tile (2 x 16 filters x 14 positions) is correct wherever it runs (LLVM

@@ -297,7 +297,7 @@ def test_parallel_kernels_match_numpy(monkeypatch, threads, m, n, k, ta, tb, bat
 def test_parallel_only_above_threshold(monkeypatch):
     _with_pass(monkeypatch)
     assert "accel_parallel_for" in _parallel_ir(_matmul(256, 256, 256))
-    assert "accel_parallel_for" not in _parallel_ir(_matmul(64, 64, 64))  # < 2^23 MACs
+    assert "accel_parallel_for" not in _parallel_ir(_matmul(64, 64, 64))  # < 2^20 MACs
     monkeypatch.undo()
     _with_pass(monkeypatch, "parallel=false")
     assert "accel_parallel_for" not in _parallel_ir(_matmul(256, 256, 256))
@@ -314,7 +314,7 @@ def test_parallel_large_odd_matmul(monkeypatch, threads, count):
 
 
 def test_choose_split():
-    from accel.passes._gemm_kernel import GemmSpec, choose_split
+    from accel.passes._gemm_kernel import ITEM_FLOOR_MACS, GemmSpec, choose_split
 
     t = Tiles(vl=16, mr=12, nr=32, kc=192, mc=672, nc=4096)
 
@@ -325,7 +325,12 @@ def test_choose_split():
     assert (big.dim, big.group, big.per, big.items) == ("m", 1, 86, 86)
     skinny = choose_split(spec(32, 4096, 1024), t)
     assert skinny.dim == "n" and skinny.items >= 2
-    assert choose_split(spec(128, 128, 128), t) is None  # 2^21 MACs: serial
+    assert choose_split(spec(64, 64, 128), t) is None  # 2^19 MACs: below 2^20, serial
+    # 2^21 MACs: threaded, but in items of >= 2^19 MACs (tiles of 12 rows: 3 per item), so
+    # a many-core machine wakes 4 threads for it, not all of them.
+    small = choose_split(spec(128, 128, 128), t)
+    assert (small.dim, small.group, small.items) == ("m", 3, 4)
+    assert small.group * t.mr * 128 * 128 >= ITEM_FLOOR_MACS
     batched = choose_split(spec(64, 64, 512, batch=8), t, 0)
     assert batched.items == batched.per * 8
 
