@@ -247,3 +247,13 @@ def test_aot_library(tmp_path) -> None:
         assert "accel_parallel_for" in fn.compiled.llvm_ir
         out = fn.aot_library.call(x.numpy())
         np.testing.assert_allclose(out, expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_negative_chunk_work_is_an_error(ctx) -> None:
+    from accel.diagnostics import AccelError
+    from accel.ir import Module
+    from accel.pipeline import run_pipeline
+
+    module = Module.parse("func.func @f() {\n  return\n}\n")
+    with pytest.raises(AccelError, match="chunk-work must not be negative"):
+        run_pipeline(module, f"builtin.module({PASS}{{chunk-work=-1}})")
