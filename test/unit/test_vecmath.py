@@ -192,12 +192,24 @@ def test_compiled_model_calls_libmvec() -> None:
     own or a replay: a state some earlier test leaves behind (libmvec is exact in a fresh
     process). A miss here is checked again in a fresh process: if it matches there, the test
     is an expected failure whose reason records the state (FP environment, the libraries the
-    math symbols resolve to) for the eighth session's open question; a miss in the fresh
+    math symbols resolve to, and whether this process matches once the default FP
+    environment is restored) for the eighth session's open question; a miss in the fresh
     process too fails."""
     misses = _gelu_mismatches()
     if not misses:
         return
     state = f"{'; '.join(misses)}; {_fp_environment()}; {_bindings()}"
+    # Once more in this process with the default FP environment (round to nearest, no
+    # FTZ/DAZ) restored: tells a changed rounding mode from other state.
+    import ctypes
+
+    saved = (ctypes.c_uint32 * 8)()
+    ctypes.CDLL(None).fegetenv(saved)
+    ctypes.CDLL(None).fesetenv(ctypes.c_void_p(-1))  # FE_DFL_ENV
+    try:
+        state += f"; with the default FP environment: {_gelu_mismatches() or 'matches'}"
+    finally:
+        ctypes.CDLL(None).fesetenv(saved)
     fresh = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
          "import test_vecmath as t; print(t._gelu_mismatches())", str(Path(__file__).parent)],
