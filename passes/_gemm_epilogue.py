@@ -25,16 +25,11 @@ views, other fills and the matmul itself lie between); D is written by nothing e
 from __future__ import annotations
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes.base import defining_op
 
 #: Ops that write no buffer the epilogue's X could be (views alias but do not write).
 _QUIET = ("memref.alloc", "memref.alloca", "memref.get_global", "arith.constant",
           "memref.collapse_shape", "memref.expand_shape", "memref.subview", "memref.cast")
-
-
-def defining_op(value: ir.Value) -> Operation | None:
-    """The op that defines `value`, or None for a block argument."""
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView | ir.Operation) else None
 
 
 def is_fresh(value: ir.Value) -> bool:

@@ -28,31 +28,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes.base import ModulePass, ops_named, register_pass
-
-
-def _defining(value: ir.Value, name: str) -> Operation | None:
-    """The op named `name` that defines `value`, or None (a block argument, another op)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    op = owner.operation
-    return op if op.name == name else None
+from accel.passes.base import ModulePass, defining_op, ops_named, register_pass
 
 
 def aligned_base(inttoptr: Operation) -> tuple[ir.Value, ir.Value] | None:
     """(the allocated pointer %p, its integer %i) when `inttoptr` converts `(%i + bump) -
     ((%i + bump) urem align)` with `%i = ptrtoint %p`; None for any other operand."""
-    sub = _defining(inttoptr.operands[0], "llvm.sub")
+    sub = defining_op(inttoptr.operands[0], "llvm.sub")
     if sub is None:
         return None
     bumped, rem = sub.operands
-    urem = _defining(rem, "llvm.urem")
-    add = _defining(bumped, "llvm.add")
+    urem = defining_op(rem, "llvm.urem")
+    add = defining_op(bumped, "llvm.add")
     if urem is None or add is None or urem.operands[0] != bumped:
         return None
     for side in add.operands:
-        ptrtoint = _defining(side, "llvm.ptrtoint")
+        ptrtoint = defining_op(side, "llvm.ptrtoint")
         if ptrtoint is not None:
             return ptrtoint.operands[0], side
     return None

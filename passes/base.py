@@ -410,6 +410,15 @@ def lookup_pass(name: str) -> type[Pass] | None:
     return registered_passes().get(name)
 
 
+def defining_op(value: ir.Value, name: str | None = None) -> Operation | None:
+    """The op that defines `value` (only if it is a `name` op, when given); None for a block
+    argument or another op."""
+    owner = value.owner
+    if not isinstance(owner, OpView | Operation) or (name is not None and owner.name != name):
+        return None
+    return owner.operation
+
+
 def ops_named(root: Operation | OpView, names: tuple[str, ...] | None = None
               ) -> list[Operation]:
     """Every op under `root` (itself and nested regions, outer first) whose name is in

@@ -56,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.base import ModulePass, defining_op, ops_named, register_pass
 
 #: Smallest positive normal number of each float type the reciprocal rewrite handles.
 _MIN_NORMAL = {"f16": 2.0**-14, "bf16": 2.0**-126, "f32": 2.0**-126, "f64": 2.0**-1022}
@@ -81,14 +81,6 @@ def _element_type(t: ir.Type) -> ir.Type:
 
 def _is_float(value: ir.Value) -> bool:
     return isinstance(_element_type(value.type), ir.FloatType)
-
-
-def _defining_op(value: ir.Value, name: str) -> Operation | None:
-    """The op defining `value` if it is a `name` op, else None (block arguments too)."""
-    owner = value.owner
-    if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != name:
-        return None
-    return owner.operation
 
 
 def _uses(value: ir.Value) -> list[tuple[Operation, int]]:
@@ -236,7 +228,7 @@ def _replace_divf(divf: Operation, factor: ir.Value) -> None:
 def merge_exp_product(mulf: Operation) -> bool:
     """`mulf (math.exp a), (math.exp b)` -> `math.exp (addf a, b)`, both exps used only here."""
     lhs, rhs = mulf.operands[0], mulf.operands[1]
-    exp_a, exp_b = _defining_op(lhs, "math.exp"), _defining_op(rhs, "math.exp")
+    exp_a, exp_b = defining_op(lhs, "math.exp"), defining_op(rhs, "math.exp")
     if exp_a is None or exp_b is None or not _is_float(lhs):
         return NO_MATCH
     if not (_only_user(lhs, mulf) and _only_user(rhs, mulf)):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fpenv import fp_environment, reset_fp_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -27,27 +27,17 @@ def _private_accel_cache(tmp_path_factory: pytest.TempPathFactory):
         yield
 
 
-_LIBC = ctypes.CDLL(None)
-
-
-def _fp_environment() -> tuple[int, int]:
-    """(x87 control word, MXCSR without its sticky flags) of this thread."""
-    env = (ctypes.c_uint32 * 8)()
-    _LIBC.fegetenv(env)
-    return env[0] & 0xFFFF, env[7] & 0xFFC0
-
-
 @pytest.fixture(autouse=True)
 def _fp_environment_kept() -> Iterator[None]:
     """A test that leaves the rounding mode or FTZ/DAZ changed gets a warning naming it and
     the default back: later tests' libmvec results depend on it (test_vecmath.py)."""
-    before = _fp_environment()
+    before = fp_environment()
     yield
-    after = _fp_environment()
+    after = fp_environment()
     if after != before:
         import warnings
 
-        _LIBC.fesetenv(ctypes.c_void_p(-1))  # FE_DFL_ENV
+        reset_fp_environment()
         warnings.warn(f"the test changed this thread's FP environment (x87 cw {before[0]:#x} "
                       f"-> {after[0]:#x}, mxcsr {before[1]:#x} -> {after[1]:#x}); reset",
                       stacklevel=1)

@@ -17,6 +17,7 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from accel.host import vecmath
+from fpenv import default_fp_environment, fp_environment
 
 torch = pytest.importorskip("torch")
 
@@ -152,16 +153,6 @@ def _gelu_mismatches() -> list[str]:
     return misses
 
 
-def _fp_environment() -> str:
-    """This thread's x87 control word and MXCSR (rounding mode, FTZ/DAZ): libmvec's results
-    depend on the rounding mode (eager's SLEEF and scalar libm do not)."""
-    import ctypes
-
-    env = (ctypes.c_uint32 * 8)()
-    ctypes.CDLL(None).fegetenv(env)
-    return f"x87 cw {env[0] & 0xFFFF:#x}, mxcsr {env[7]:#x}"
-
-
 def _bindings() -> str:
     """The libraries the JIT's math symbols resolve to (an interposed `erff`, say)."""
     import ctypes
@@ -198,18 +189,12 @@ def test_compiled_model_calls_libmvec() -> None:
     misses = _gelu_mismatches()
     if not misses:
         return
-    state = f"{'; '.join(misses)}; {_fp_environment()}; {_bindings()}"
+    cw, mxcsr = fp_environment()
+    state = f"{'; '.join(misses)}; x87 cw {cw:#x}, mxcsr {mxcsr:#x}; {_bindings()}"
     # Once more in this process with the default FP environment (round to nearest, no
     # FTZ/DAZ) restored: tells a changed rounding mode from other state.
-    import ctypes
-
-    saved = (ctypes.c_uint32 * 8)()
-    ctypes.CDLL(None).fegetenv(saved)
-    ctypes.CDLL(None).fesetenv(ctypes.c_void_p(-1))  # FE_DFL_ENV
-    try:
+    with default_fp_environment():
         state += f"; with the default FP environment: {_gelu_mismatches() or 'matches'}"
-    finally:
-        ctypes.CDLL(None).fesetenv(saved)
     fresh = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
          "import test_vecmath as t; print(t._gelu_mismatches())", str(Path(__file__).parent)],
