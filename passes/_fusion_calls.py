@@ -17,6 +17,10 @@ ahead of the call: the reader saw the old values (test_affine_fusion's call case
   RNN's time steps), which MLIR's fusion recomputes over each other. Either used to leave
   the whole function unfused: every BatchNorm, ReLU and pooling nest of a CNN's training
   step ran as a loop of its own, with full-size temporaries.
+* So does a loop with a view inside that cannot be folded onto its buffer (a dynamic
+  offset), once the uses of any result it only carries through unchanged (reduce-reduce
+  fusion's attention loop carries its output buffer) read the initial value instead: such
+  a view used to leave every transformer's `main` unfused.
 * The stand-ins are erased before `affine-scalrep` runs: with them in place its output
   summed a clipped optimizer's grad norm wrongly (test_accel_compile's training build,
   whose norm accumulations had become calls); without them it is right.
@@ -46,11 +50,26 @@ def base_buffer(value: ir.Value) -> ir.Value:
 
 
 def opaque_nests(func: Operation) -> list[Operation]:
-    """Top-level loops holding a non-affine access or a call: `affine.for` nests, and `scf`
-    loops (a `tm_tensor.scatter` lowers to them: max-pool's backward)."""
+    """Top-level loops holding a non-affine access, a call or a view (one `prepare` could
+    not fold: a dynamic offset, e.g. the attention's per-head slice): `affine.for` nests,
+    and `scf` loops (a `tm_tensor.scatter` lowers to them: max-pool's backward)."""
     return [op.operation for op in func.regions[0].blocks[0].operations
             if op.operation.name in ("affine.for", "scf.for", "scf.while", "scf.parallel")
-            and ops_named(op.operation, _OPAQUE)]
+            and ops_named(op.operation, _OPAQUE + VIEW_OPS)]
+
+
+def forward_unchanged_results(loop: Operation) -> None:
+    """Uses of an `scf.for` result whose iteration argument is yielded unchanged read the
+    initial value instead (the same buffer: reduce-reduce fusion's attention loop carries
+    its output buffer this way), so that the loop's results go unused."""
+    if loop.name != "scf.for" or not loop.results:
+        return
+    body = loop.regions[0].blocks[0]
+    yielded = list(body.operations)[-1].operands
+    inits = list(loop.operands)[3:]  # lower bound, upper bound, step, then the inits
+    for i, result in enumerate(loop.results):
+        if yielded[i] == body.arguments[i + 1]:
+            result.replace_all_uses_with(inits[i])
 
 
 def outline_nests(func: Operation, nests: list[Operation], taken: set[str]) -> None:
@@ -58,7 +77,8 @@ def outline_nests(func: Operation, nests: list[Operation], taken: set[str]) -> N
     (`<func>_nest<k>`), called where it was. Nests whose results are used stay."""
     fname = ir.StringAttr(func.attributes["sym_name"]).value
     for op in nests:
-        if not op.results:
+        forward_unchanged_results(op)
+        if not any(list(r.uses) for r in op.results):
             outline_op(func, op, fresh_symbol(f"{fname}_nest", taken))
 
 

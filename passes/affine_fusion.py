@@ -15,7 +15,7 @@ goes on the stack (up to `STACK_BYTES`), where LLVM promotes it to registers.
 
 The fusion itself is MLIR's `affine-loop-fusion` (its cost model is the threshold: a fusion
 that adds more than `compute-tolerance`, default 30%, redundant computation to the fused
-nest is refused) followed by `affine-scalrep`. Three guards make that safe to run on
+nest is refused) followed by `affine-scalrep`. Four guards make that safe to run on
 everything the CPU pipeline produces:
 
 1. Soundness: the fusion's dependence analysis sees memrefs by SSA value, so an access
@@ -42,6 +42,11 @@ everything the CPU pipeline produces:
    recomputes its slice in the consumer, which for a read-modify-write reduction adds it
    twice. Buffers are tagged before fusion; a function in which some buffer is accumulated
    by more nests afterwards than before keeps its unfused form.
+4. Partial producers: fusion may remove a producer nest after computing, inside one
+   consumer, only the slice that consumer reads, while other nests read the rest of the
+   buffer (a QKV projection read as three column ranges). A function in which fusion
+   leaves a buffer read after only sliced writes keeps its unfused form
+   (`_fusion_slices.py`).
 
 Only functions with affine loops are touched; everything else passes through.
 
@@ -64,6 +69,7 @@ from accel.passes._fusion_calls import (
     outline_nests,
     remove_call_proxies,
 )
+from accel.passes._fusion_slices import partial_reads
 from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.outline_nonaffine_linalg import symbol_names
 
@@ -304,28 +310,27 @@ def prepare(func: Operation) -> str | None:
 
 
 # -- guard 2: the upstream passes run in a child process ---------------------------------------
-def _declaration(func: Operation) -> str:
-    """`func.func private @name(args) -> (results)`: the function without its body."""
-    name = ir.StringAttr(func.attributes["sym_name"]).value
-    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    results = ", ".join(map(str, ftype.results))
-    return (f"func.func private @{name}({', '.join(map(str, ftype.inputs))})"
-            + (f" -> ({results})" if results else ""))
-
-
 def run_isolated(module: Operation, funcs: list[Operation], pipeline: str) -> str | None:
     """Run `pipeline` (nested under func.func) on `funcs` in a forked child process.
 
     Returns the child's module text, or None after a warning when the child failed.
     """
-    parts = []
-    for op in module.regions[0].blocks[0].operations:
-        op = op.operation
-        if op.name == "func.func" and op.regions[0].blocks and not any(op == f for f in funcs):
-            parts.append(_declaration(op))  # keeps calls valid; fusion never looks across
-            continue
-        parts.append(op.get_asm(enable_debug_info=True))
-    text = "module {\n" + "\n".join(parts) + "\n}\n"
+    # The child gets a copy of the module with every other function as a declaration
+    # (keeps calls valid; fusion never looks across), printed at once: printing each
+    # top-level op alone walked the whole module every time (0.3 s of a 12-layer GPT-2).
+    with module.context, ir.Location.unknown():
+        copy = Module.create()
+        with InsertionPoint(copy.body):
+            for op in module.regions[0].blocks[0].operations:
+                op = op.operation
+                if op.name == "func.func" and op.regions[0].blocks and \
+                        not any(op == f for f in funcs):
+                    ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+                    dialects.func.FuncOp(ir.StringAttr(op.attributes["sym_name"]).value,
+                                         ftype, visibility="private")
+                else:
+                    op.clone()
+        text = copy.operation.get_asm(enable_debug_info=True, assume_verified=True)
     try:
         return run_pipeline_isolated(text, f"builtin.module(func.func({pipeline}))")
     except IsolatedFailure as why:
@@ -362,6 +367,12 @@ def _buffer_key(memref: ir.Value) -> tuple[str, object] | None:
     if owner.name in ("memref.alloc", "memref.alloca") and _TAG in owner.attributes:
         return ("buffer", ir.IntegerAttr(owner.attributes[_TAG]).value)
     return None
+
+
+def _local_key(memref: ir.Value) -> tuple[str, object] | None:
+    """`_buffer_key` of a buffer the function allocates (None for arguments, globals)."""
+    key = _buffer_key(memref)
+    return key if key is not None and key[0] == "buffer" else None
 
 
 def _is_accumulation(store: Operation) -> bool:
@@ -414,6 +425,8 @@ def _replace_functions(module: Operation, funcs: list[Operation], fused_text: st
             before, after = accumulations(func), accumulations(new)
             if any(n > before.get(key, 0) for key, n in after.items()):
                 continue
+            if partial_reads(new, _local_key) - partial_reads(func, _local_key):
+                continue  # guard 4: a buffer left partly computed (_fusion_slices.py)
         new.move_before(func)
         func.erase()
         swapped.append(new)

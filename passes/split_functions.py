@@ -220,6 +220,56 @@ def _uses(ops: list[Operation]) -> list[ir.Value]:
     return [v for v in used if v not in defined]
 
 
+#: Ops that make another name for (part of) a buffer (accel.passes._affine.VIEW_OPS).
+_VIEWS = frozenset({"memref.expand_shape", "memref.collapse_shape", "memref.subview",
+                    "memref.reinterpret_cast", "memref.cast", "memref.transpose",
+                    "memref.view"})
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The buffer under a chain of views."""
+    while (owner := _owner(value)) is not None and owner.name in _VIEWS:
+        value = owner.operands[0]
+    return value
+
+
+def _unique(values: list[ir.Value]) -> list[ir.Value]:
+    out: list[ir.Value] = []
+    for v in values:
+        if not any(v == u for u in out):
+            out.append(v)
+    return out
+
+
+def _static_view(value: ir.Value) -> Operation | None:
+    owner = _owner(value)
+    return owner if owner is not None and owner.name in _VIEWS and len(owner.operands) == 1 \
+        else None
+
+
+def _static_base(value: ir.Value) -> ir.Value:
+    """`value` under its chain of static views."""
+    while (view := _static_view(value)) is not None:
+        value = view.operands[0]
+    return value
+
+
+def _static_views(values: list[ir.Value]) -> list[Operation]:
+    """The view ops (static: the source is their only operand) under `values`, each chain
+    from its root up: a part recreates them from the buffer, so that it never takes a
+    buffer and a view of it as two arguments."""
+    out: list[Operation] = []
+    for value in values:
+        chain = []
+        while (view := _static_view(value)) is not None:
+            chain.append(view)
+            value = view.operands[0]
+        for op in reversed(chain):
+            if not any(op == o for o in out):
+                out.append(op)
+    return out
+
+
 def _owner(value: ir.Value) -> Operation | None:
     owner = value.owner
     return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else None
@@ -253,19 +303,25 @@ class _Splitter:
     def outline(self, run: _Run) -> None:
         local = _local(run, self.func)
         first, last = run.work[0], run.work[-1]
+        body = [op for op in run.up if op in local] + run.work + \
+            [op for op in run.down if op in local]
+        values = _uses(body)
+        clones = [v for v in values if (o := _owner(v)) is not None and o.name in _CLONEABLE
+                  and len(o.operands) == 0]
+        views = _static_views([v for v in values if v not in clones])
+        args = _unique([_static_base(v) for v in values if v not in clones])
+        roots = [_root(v) for v in args if isinstance(v.type, ir.MemRefType)]
+        if len(_unique(roots)) < len(roots):
+            # Two arguments would name one buffer: the passes after the first split
+            # (fusion, parallel loops) take distinct arguments for distinct buffers.
+            return
         for op in run.up:
             if op not in local:
                 op.move_before(first)
         for op in reversed(run.down):
             if op not in local:
                 op.move_after(last)
-        body = [op for op in run.up if op in local] + run.work + \
-            [op for op in run.down if op in local]
         fallible = any(op.name in _ALLOCATIONS for op in body)
-        values = _uses(body)
-        clones = [v for v in values if (o := _owner(v)) is not None and o.name in _CLONEABLE
-                  and len(o.operands) == 0]
-        args = [v for v in values if v not in clones]
         if fallible:
             args.append(self._status())
         name = self._name()
@@ -280,6 +336,11 @@ class _Splitter:
             mapping = [(v, entry.arguments[i]) for i, v in enumerate(args)]
             for v in clones:
                 mapping.append((v, _owner(v).clone().results[0]))  # type: ignore[union-attr]
+            for view in views:  # root first: each view's source is mapped already
+                copy = view.clone()
+                source = view.operands[0]
+                copy.operands[0] = next(new for old, new in mapping if old == source)
+                mapping.append((view.results[0], copy.results[0]))
             ret = dialects.func.ReturnOp([])
         # In the caller: clear the status, call, and stop unless the part set it.
         with InsertionPoint(first), loc:
@@ -329,9 +390,13 @@ class SplitFunctions(ModulePass):
             # Generated kernels (accel_gemm_*, accel_conv_*, accel_attention_*, ...) are
             # sized by their generators (unrolled tiles and transposes) and optimised whole.
             symbol = ir.StringAttr(func.attributes["sym_name"]).value
-            if symbol.startswith("accel_") or _size_and_asserts(func)[0] < self.min_ops:
+            if symbol.startswith("accel_"):
                 continue
+            # Before deallocation (the pipeline's first split) there is nothing to move; a
+            # function split then, a few calls, still frees early after deallocation.
             _deallocate_early(func)
+            if _size_and_asserts(func)[0] < self.min_ops:
+                continue
             splitter = _Splitter(module, func, names)
             for run in _runs(func.regions[0].blocks[0], self.max_ops):
                 splitter.outline(run)

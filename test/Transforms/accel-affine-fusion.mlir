@@ -363,3 +363,97 @@ func.func @gather_outlined(%x: memref<4x8xf32>, %idx: memref<4xindex>, %y: memre
   memref.dealloc %t : memref<4x8xf32>
   return
 }
+
+// -----
+
+// A loop that carries its output buffer through iter_args unchanged (reduce-reduce
+// fusion's attention loop over heads, with a view at a dynamic offset inside) moves into a
+// function of its own once its result's uses read the buffer itself; the nests around it
+// still fuse (the view used to leave the whole model unfused).
+// CHECK-LABEL: func.func @carried_buffer_outlined
+// CHECK:         affine.for
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK-NOT:     affine.for
+// CHECK:         call @carried_buffer_outlined_nest0
+// CHECK-NOT:     scf.for
+// CHECK:         return
+// CHECK:       func.func private @carried_buffer_outlined_nest0
+// CHECK:         scf.for {{.*}} iter_args
+// CHECK:           memref.subview
+func.func @carried_buffer_outlined(%x: memref<4x8xf32>, %y: memref<4x8xf32>,
+                                   %o: memref<2x8xf32>) -> memref<2x8xf32> {
+  %t = memref.alloc() : memref<4x8xf32>
+  %two = arith.constant 2.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[%i, %j] : memref<4x8xf32>
+      %m = arith.mulf %v, %two : f32
+      affine.store %m, %t[%i, %j] : memref<4x8xf32>
+    }
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %t[%i, %j] : memref<4x8xf32>
+      %s = arith.addf %v, %two : f32
+      affine.store %s, %y[%i, %j] : memref<4x8xf32>
+    }
+  }
+  %r = scf.for %h = %c0 to %c2 step %c1 iter_args(%acc = %o) -> (memref<2x8xf32>) {
+    %row = memref.subview %acc[%h, 0] [1, 8] [1, 1]
+        : memref<2x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[0, %j] : memref<4x8xf32>
+      affine.store %v, %row[%j] : memref<8xf32, strided<[1], offset: ?>>
+    }
+    scf.yield %acc : memref<2x8xf32>
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return %r : memref<2x8xf32>
+}
+
+// -----
+
+// Negative: a loop whose iter_args carry a buffer that changes (another one is yielded)
+// keeps its result, stays in place, and its view keeps the function unfused.
+// CHECK-LABEL: func.func @carried_buffer_changes
+// CHECK-COUNT-2: affine.for %{{.*}} = 0 to 4 {
+// CHECK:         scf.for {{.*}} iter_args
+// CHECK-NOT:     call @
+func.func @carried_buffer_changes(%x: memref<4x8xf32>, %y: memref<4x8xf32>,
+                                  %o: memref<2x8xf32>, %p: memref<2x8xf32>)
+    -> memref<2x8xf32> {
+  %t = memref.alloc() : memref<4x8xf32>
+  %two = arith.constant 2.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[%i, %j] : memref<4x8xf32>
+      %m = arith.mulf %v, %two : f32
+      affine.store %m, %t[%i, %j] : memref<4x8xf32>
+    }
+  }
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %t[%i, %j] : memref<4x8xf32>
+      %s = arith.addf %v, %two : f32
+      affine.store %s, %y[%i, %j] : memref<4x8xf32>
+    }
+  }
+  %r = scf.for %h = %c0 to %c2 step %c1 iter_args(%acc = %o) -> (memref<2x8xf32>) {
+    %row = memref.subview %acc[%h, 0] [1, 8] [1, 1]
+        : memref<2x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    affine.for %j = 0 to 8 {
+      %v = affine.load %x[0, %j] : memref<4x8xf32>
+      affine.store %v, %row[%j] : memref<8xf32, strided<[1], offset: ?>>
+    }
+    scf.yield %p : memref<2x8xf32>
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return %r : memref<2x8xf32>
+}

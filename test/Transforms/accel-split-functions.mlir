@@ -188,3 +188,62 @@ func.func @escaping(%a: memref<8xf32>) {
   memref.dealloc %tmp : memref<8xf32>
   return
 }
+
+// -----
+
+// A static view of a buffer that the part also uses directly: the part takes the buffer
+// once and makes the view itself, so that it never gets two arguments for one buffer
+// (fusion and the parallel loops, which run on parts after the pipeline's first split,
+// take distinct arguments for distinct buffers).
+// CHECK-LABEL: func.func @view_and_buffer
+// CHECK:         %[[BUF:.*]] = memref.alloc() : memref<2x4xf32>
+// CHECK:         %[[FLAT:.*]] = memref.collapse_shape %[[BUF]]
+// CHECK:         call @view_and_buffer_part0(%{{.*}}, %[[BUF]])
+// CHECK:         return %[[FLAT]]
+// CHECK:       func.func private @view_and_buffer_part0(%{{.*}}: memref<8xf32>, %[[PBUF:.*]]: memref<2x4xf32>)
+// CHECK:         %[[PFLAT:.*]] = memref.collapse_shape %[[PBUF]]
+// CHECK:         affine.store %{{.*}}, %[[PBUF]]
+// CHECK:         affine.load %[[PFLAT]]
+func.func @view_and_buffer(%a: memref<8xf32>) -> memref<8xf32> {
+  %two = arith.constant 2.0 : f32
+  %buf = memref.alloc() : memref<2x4xf32>
+  %flat = memref.collapse_shape %buf [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+  affine.for %i = 0 to 2 {
+    affine.for %j = 0 to 4 {
+      %v = affine.load %a[%i * 4 + %j] : memref<8xf32>
+      affine.store %v, %buf[%i, %j] : memref<2x4xf32>
+    }
+  }
+  affine.for %i = 0 to 8 {
+    %v = affine.load %flat[%i] : memref<8xf32>
+    %w = arith.mulf %v, %two : f32
+    affine.store %w, %a[%i] : memref<8xf32>
+  }
+  return %flat : memref<8xf32>
+}
+
+// -----
+
+// Negative: a view at a dynamic offset cannot be made inside the part, and the run uses
+// it next to its buffer: the run stays in the caller.
+// CHECK-LABEL: func.func @dynamic_view_and_buffer
+// CHECK-NOT:     call @
+// CHECK:         affine.for
+// CHECK:         affine.for
+// CHECK:         return
+// CHECK-NOT:   func.func private
+func.func @dynamic_view_and_buffer(%a: memref<8xf32>, %k: index) -> memref<4xf32, strided<[1], offset: ?>> {
+  %two = arith.constant 2.0 : f32
+  %buf = memref.alloc() : memref<8xf32>
+  %half = memref.subview %buf[%k] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  affine.for %i = 0 to 8 {
+    %v = affine.load %a[%i] : memref<8xf32>
+    affine.store %v, %buf[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 4 {
+    %v = affine.load %half[%i] : memref<4xf32, strided<[1], offset: ?>>
+    %w = arith.mulf %v, %two : f32
+    affine.store %w, %a[%i] : memref<8xf32>
+  }
+  return %half : memref<4xf32, strided<[1], offset: ?>>
+}

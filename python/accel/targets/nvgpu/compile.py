@@ -40,7 +40,7 @@ log = logging.getLogger("accel.nvgpu")
 def compile_gpu(text: str, opts: Mapping[str, Any], *,
                 weights: Mapping[str, np.ndarray] | None = None) -> GpuExecutable:
     """PTX kernels and kernel sequences for every public function of `text`."""
-    from accel.pipeline import run_pipeline
+    from accel.pipeline import RunConfig, run_pipeline
 
     filename = opts.get("filename", "<input>")
     arch = toolkit.resolve_arch(opts["device"])
@@ -52,22 +52,24 @@ def compile_gpu(text: str, opts: Mapping[str, Any], *,
             return hit
     with abi.parsed(text, filename, weights) as (module, weight_specs):
         fuse, bufferize, to_gpu, to_nvvm = pipelines.pipelines(opts)
+        # The accel dialects' verifiers run after the first pipeline only (as on cpu).
+        first, later = RunConfig(filename=filename), RunConfig(filename=filename,
+                                                               verify_dialects=False)
         with phases.phase("bufferize"):
             if fuse:
-                run_pipeline(module, pipeline_text(fuse), filename=filename, label="nvgpu-fuse")
-            run_pipeline(module, pipeline_text(bufferize), filename=filename,
-                         label="nvgpu-bufferize")
+                run_pipeline(module, pipeline_text(fuse), label="nvgpu-fuse", cfg=first)
+            run_pipeline(module, pipeline_text(bufferize), label="nvgpu-bufferize",
+                         cfg=later if fuse else first)
         phases.snapshot("bufferize", module)
         signatures = {sig.name: sig for sig in abi.signatures_of(module)}
         try:
             with phases.phase("gpu"):
-                run_pipeline(module, pipeline_text(to_gpu), filename=filename,
-                             label="nvgpu-to-gpu")
+                run_pipeline(module, pipeline_text(to_gpu), label="nvgpu-to-gpu", cfg=later)
                 programs = _programs(module)
             phases.snapshot("gpu", module)
             with phases.phase("nvvm"):
                 run_pipeline(module, pipeline_text([f"gpu.module({','.join(to_nvvm)})"]),
-                             filename=filename, label="nvgpu-to-nvvm")
+                             label="nvgpu-to-nvvm", cfg=later)
             phases.snapshot("nvvm", module)
             kernels = _kernels(module, arch, opts["opt_level"])
         except (HostOnly, AccelError) as err:
