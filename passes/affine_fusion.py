@@ -332,7 +332,9 @@ def run_isolated(module: Operation, funcs: list[Operation], pipeline: str) -> st
                     op.clone()
         text = copy.operation.get_asm(enable_debug_info=True, assume_verified=True)
     try:
-        return run_pipeline_isolated(text, f"builtin.module(func.func({pipeline}))")
+        # Threads: MLIR fuses several functions (a split model's parts) at once.
+        return run_pipeline_isolated(text, f"builtin.module(func.func({pipeline}))",
+                                     threads=True)
     except IsolatedFailure as why:
         from accel.interrupts import pending
 

@@ -436,7 +436,10 @@ def plan(loop: Operation, min_work: int, chunk_work: int = CHUNK_WORK) -> _Plan 
     for op in accesses:
         by_memref.setdefault(_access(op)[0], []).append(op)
     roots = {m: _root(m) for m in by_memref}
-    written = {_access(op)[0] for op in accesses if op.name == "affine.store"}
+    # In program order, not a set's (values hash by address): the private buffers below
+    # keep that order in the body, so the same input gives the same code every run.
+    written = list(dict.fromkeys(_access(op)[0] for op in accesses
+                                 if op.name == "affine.store"))
     result = _Plan(loop, trips, chunk_count(trips, trips * body_work, chunk_work))
     for memref in written:
         root = roots[memref]

@@ -144,35 +144,38 @@ _STDERR_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def child_context(like: Context | None = None) -> Iterator[Context]:
-    """A fresh single-threaded context for a forked child (the parent's contexts may own
-    thread pools whose threads do not exist there). With `like`, it has accel's and
+def child_context(like: Context | None = None, *,
+                  threads: bool = False) -> Iterator[Context]:
+    """A fresh context for a forked child: single-threaded, or with a thread pool of its own
+    (`threads`; the parent's contexts may own thread pools whose threads do not exist
+    there, so it never shares theirs). With `like`, it has accel's and
     torch-mlir's dialects (a superset of what `like` can have loaded, which costs about
     50 ms) and accepts unregistered dialects when `like` does; without, only upstream ones.
     """
     if like is None:
         ctx = Context()
-        ctx.enable_multithreading(False)
+        ctx.enable_multithreading(threads)
     else:
         from accel.context import make_context
         from accel.ir import load_torch_dialects
 
         ctx = make_context(allow_unregistered=like.allow_unregistered_dialects,
-                           multithreaded=False)
+                           multithreaded=threads)
         load_torch_dialects(ctx)
     with ctx:
         yield ctx
 
 
 def run_pipeline_isolated(text: str, pipeline: str, timeout: float = DEFAULT_TIMEOUT,
-                          like: Context | None = None) -> str:
+                          like: Context | None = None, threads: bool = False) -> str:
     """Parse `text`, run the textual `pipeline` on it in a child process; return the result.
 
-    The child's context has the dialects of `child_context(like)`. Raises `IsolatedFailure`
-    saying why when no result came back.
+    The child's context has the dialects of `child_context(like)`; with `threads`, MLIR
+    runs the pipeline's function passes on several functions at once (the same result).
+    Raises `IsolatedFailure` saying why when no result came back.
     """
     def work() -> bytes:
-        with child_context(like):
+        with child_context(like, threads=threads):
             module = Module.parse(text)
             PassManager.parse(pipeline).run(module.operation)
             return module.operation.get_asm(enable_debug_info=True).encode()

@@ -257,3 +257,41 @@ def test_negative_chunk_work_is_an_error(ctx) -> None:
     module = Module.parse("func.func @f() {\n  return\n}\n")
     with pytest.raises(AccelError, match="chunk-work must not be negative"):
         run_pipeline(module, f"builtin.module({PASS}{{chunk-work=-1}})")
+
+
+def test_private_buffers_keep_program_order(ctx) -> None:
+    """A loop's private scratch buffers are planned (and allocated in the body) in program
+    order: they were iterated from a set of values, which hash by address, so the same
+    model could compile to differently ordered code in another run."""
+    from accel.ir import Module
+    from accel.passes.parallelize_loops import plan
+
+    count = 8
+    allocs = "\n".join(f"  %p{i} = memref.alloca() : memref<4xf32>" for i in range(count))
+    fills = "\n".join(f"    affine.for %j = 0 to 4 {{\n"
+                      f"      %v = affine.load %x[%i, %j] : memref<4096x4xf32>\n"
+                      f"      affine.store %v, %p{i}[%j] : memref<4xf32>\n    }}"
+                      for i in range(count))
+    loads = "\n".join(f"      %r{i} = affine.load %p{i}[%j] : memref<4xf32>"
+                      for i in range(count))
+    module = Module.parse(f"""
+func.func @f(%x: memref<4096x4xf32>, %y: memref<4096x4xf32>) {{
+{allocs}
+  affine.for %i = 0 to 4096 {{
+{fills}
+    affine.for %j = 0 to 4 {{
+{loads}
+      affine.store %r{count - 1}, %y[%i, %j] : memref<4096x4xf32>
+    }}
+  }}
+  return
+}}
+""")
+    loop = next(op.operation for op in module.body.operations[0].regions[0].blocks[0].operations
+                if op.operation.name == "affine.for")
+    planned = plan(loop, min_work=1)
+    assert not isinstance(planned, str), planned
+    body = module.body.operations[0].regions[0].blocks[0].operations
+    allocas = [op.operation for op in body if op.operation.name == "memref.alloca"]
+    assert len(planned.privates) == count
+    assert all(p == a for p, a in zip(planned.privates, allocas, strict=True))
