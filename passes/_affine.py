@@ -14,6 +14,13 @@ VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
             "memref.reinterpret_cast", "memref.cast", "memref.transpose", "memref.view")
 
 
+def base_buffer(value: ir.Value) -> ir.Value:
+    """The buffer under a chain of views."""
+    while isinstance(value.owner, ir.OpView | ir.Operation) and value.owner.name in VIEW_OPS:
+        value = value.owner.operation.operands[0]
+    return value
+
+
 def body(loop: Operation) -> list[Operation]:
     """The ops of a loop's body, without its terminator."""
     return [op.operation for op in loop.regions[0].blocks[0].operations][:-1]

@@ -32,7 +32,7 @@ privatised, so the call reads and writes the real buffer.
 from __future__ import annotations
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes._affine import VIEW_OPS
+from accel.passes._affine import VIEW_OPS, base_buffer
 from accel.passes.base import ops_named
 from accel.passes.outline_nonaffine_linalg import fresh_symbol, outline_op
 
@@ -40,13 +40,6 @@ from accel.passes.outline_nonaffine_linalg import fresh_symbol, outline_op
 PROXY = "accel.call_proxy"
 #: Ops inside a loop that fusion's dependence analysis cannot see.
 _OPAQUE = ("memref.load", "memref.store", "func.call")
-
-
-def base_buffer(value: ir.Value) -> ir.Value:
-    """The buffer under a chain of views."""
-    while isinstance(value.owner, ir.OpView | ir.Operation) and value.owner.name in VIEW_OPS:
-        value = value.owner.operation.operands[0]
-    return value
 
 
 def opaque_nests(func: Operation) -> list[Operation]:

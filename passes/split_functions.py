@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, dialects, ir, walk
+from accel.passes._affine import VIEW_OPS, base_buffer
 from accel.passes.base import ModulePass, is_inside, register_pass
 from accel.passes.dedupe_functions import dedupe_functions
 
@@ -220,19 +221,6 @@ def _uses(ops: list[Operation]) -> list[ir.Value]:
     return [v for v in used if v not in defined]
 
 
-#: Ops that make another name for (part of) a buffer (accel.passes._affine.VIEW_OPS).
-_VIEWS = frozenset({"memref.expand_shape", "memref.collapse_shape", "memref.subview",
-                    "memref.reinterpret_cast", "memref.cast", "memref.transpose",
-                    "memref.view"})
-
-
-def _root(value: ir.Value) -> ir.Value:
-    """The buffer under a chain of views."""
-    while (owner := _owner(value)) is not None and owner.name in _VIEWS:
-        value = owner.operands[0]
-    return value
-
-
 def _unique(values: list[ir.Value]) -> list[ir.Value]:
     out: list[ir.Value] = []
     for v in values:
@@ -243,7 +231,7 @@ def _unique(values: list[ir.Value]) -> list[ir.Value]:
 
 def _static_view(value: ir.Value) -> Operation | None:
     owner = _owner(value)
-    return owner if owner is not None and owner.name in _VIEWS and len(owner.operands) == 1 \
+    return owner if owner is not None and owner.name in VIEW_OPS and len(owner.operands) == 1 \
         else None
 
 
@@ -310,7 +298,7 @@ class _Splitter:
                   and len(o.operands) == 0]
         views = _static_views([v for v in values if v not in clones])
         args = _unique([_static_base(v) for v in values if v not in clones])
-        roots = [_root(v) for v in args if isinstance(v.type, ir.MemRefType)]
+        roots = [base_buffer(v) for v in args if isinstance(v.type, ir.MemRefType)]
         if len(_unique(roots)) < len(roots):
             # Two arguments would name one buffer: the passes after the first split
             # (fusion, parallel loops) take distinct arguments for distinct buffers.
