@@ -45,8 +45,8 @@ everything the CPU pipeline produces:
 4. Partial producers: fusion may remove a producer nest after computing, inside one
    consumer, only the slice that consumer reads, while other nests read the rest of the
    buffer (a QKV projection read as three column ranges). A function in which fusion
-   leaves a buffer read after only sliced writes keeps its unfused form
-   (`_fusion_slices.py`).
+   leaves a buffer read after sliced writes that miss some of its elements keeps its
+   unfused form (`_fusion_slices.py`).
 
 Only functions with affine loops are touched; everything else passes through.
 
