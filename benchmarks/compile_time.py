@@ -360,6 +360,18 @@ def _isa() -> str:
     return " ".join(keep) or "?"
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse prints the one-line error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="GPT-2 2/6 layers, ResNet-18 w16")
@@ -372,7 +384,7 @@ def main() -> int:
                              "(e.g. ACCEL_SPLIT_FUNCTIONS=0: before/after in one run)")
     parser.add_argument("--no-warm", action="store_true", help="cold compiles only")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+    parser.add_argument("--repeat", type=_positive, default=1, metavar="N",
                         help="cold compiles per cell, each in a new process; the fastest "
                              "is reported (default 1)")
     parser.add_argument("--out", default=RESULTS, help="results path without suffix")
