@@ -6,7 +6,9 @@
 Workloads (fp32, seeded): `mlp` (784-512-512-10, batch 64, cross-entropy, Adam), `cnn`
 (two conv-BatchNorm-ReLU-pool stages and a linear head on 1x28x28, batch 32, SGD with
 momentum), `gpt2` (the model zoo's tiny GPT-2: 2 layers, 2 heads, width 64, vocab 128, on
-2x16 ids, its causal-LM loss, AdamW). One step is forward, backward and the optimizer update:
+2x16 ids, its causal-LM loss, AdamW), `resnet18` (compile_time.py's `resnet18-train`: a
+ResNet-18 of width 16 on 8x3x64x64, 10 classes, SGD with momentum). One step is forward,
+backward and the optimizer update:
 - `eager`: `opt.zero_grad(); loss_fn(model, *batch).backward(); opt.step()`;
 - `inductor`: the same with `torch.compile(model)` (AOTAutograd + inductor's C++ codegen for
   forward and backward; the optimizer step stays eager, as in most torch.compile training;
@@ -42,7 +44,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "training.json")
 FRAMEWORKS = ("eager", "inductor", "accel")
-MODELS = ("mlp", "cnn", "gpt2")
+MODELS = ("mlp", "cnn", "gpt2", "resnet18")
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "ACCEL_NUM_THREADS")
 #: Done-criterion of issue 15: accel's GPT-2 tiny step at most this fraction of eager's.
@@ -94,6 +96,15 @@ def _gpt2() -> tuple[Any, Any, Any, tuple[Any, ...]]:
     return model, _language_model, torch.optim.AdamW(model.parameters(), lr=1e-3), (ids,)
 
 
+def _resnet18() -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    # compile_time.py's `resnet18-train` (the same model, batch and optimizer), so that its
+    # compile figures and these step figures describe one workload.
+    from compile_time import WORKLOADS, _build
+
+    model, batch, _, opt = _build(*WORKLOADS["resnet18-train"])
+    return model, _classify, opt, batch
+
+
 def _classify(model: Any, x: Any, y: Any) -> Any:
     import torch
 
@@ -104,7 +115,7 @@ def _language_model(model: Any, ids: Any) -> Any:
     return model(input_ids=ids, labels=ids, use_cache=False).loss
 
 
-BUILD = {"mlp": _mlp, "cnn": _cnn, "gpt2": _gpt2}
+BUILD = {"mlp": _mlp, "cnn": _cnn, "gpt2": _gpt2, "resnet18": _resnet18}
 
 
 # --- one worker: one framework at one thread count ---------------------------------------
@@ -253,7 +264,7 @@ def spawn(frameworks: list[str], threads: int, models: list[str], seconds: float
 
 def table(runs: list[dict[str, Any]], models: list[str], threads: list[int]) -> str:
     by = {r["threads"]: r["results"] for r in runs}
-    lines = [f"{'model':6} {'thr':>3} | " + " | ".join(
+    lines = [f"{'model':8} {'thr':>3} | " + " | ".join(
         f"{fw + ' ms':>12} {'compile s':>9} {'peak MiB':>8}" for fw in FRAMEWORKS)
         + " | eager/accel inductor/accel"]
     for name in models:
@@ -270,7 +281,7 @@ def table(runs: list[dict[str, Any]], models: list[str], threads: list[int]) -> 
                              f"{'?' if peak is None else f'{peak:8.1f}':>8}")
             ratio = [f"{steps[p] / steps['accel']:.2f}" if p in steps and "accel" in steps
                      else "-" for p in ("eager", "inductor")]
-            lines.append(f"{name:6} {t:>3} | " + " | ".join(cells)
+            lines.append(f"{name:8} {t:>3} | " + " | ".join(cells)
                          + f" | {ratio[0]:>11} {ratio[1]:>14}")
     return "\n".join(lines)
 

@@ -5,6 +5,7 @@ on memrefs computing `O += conv(X, Wt)` for one `linalg.conv_2d_nchw_fchw` (X al
 padded, NCHW; W FCHW; O NFHW), without im2col:
 
     for n, fb in 0..F/FB, group of TG tiles:              P = OH*OW output positions
+      (fb outer, n inner on small maps: `filter_major`)
       if first group (or first item): Wp[C][KH*KW][FB] = W[fb*FB:+FB] (zero past F)
      [for each block of CB input channels (CHANNEL_BLOCK_BYTES; off by default):]
      for t in the group's tiles (PT positions each):
@@ -95,6 +96,17 @@ def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
     target = min(ITEMS, max(2, macs // ITEM_FLOOR_MACS))
     tg = min(ntiles, max(1, _ceil(tile_items, target)))
     return min(cb, spec.c), tg, unroll
+
+
+def filter_major(spec: ConvSpec, tile: ConvTile) -> bool:
+    """Whether items run filter block by filter block (all images of a block, then the
+    next) rather than image by image. Each change of (image, block) repacks the block's
+    C*KH*KW*FB weights, one scalar each, against C*KH*KW*FB*OH*OW multiply-adds at 32 per
+    cycle: on small maps the packing was most of the kernel (a ResNet training batch's
+    8x128x4x4 layer: 10 GFLOP/s). Block-major packs each block once per thread, but reads
+    every image's C*H*W inputs once per block: taken where that costs less than the
+    repacking (an input float from L3 counted a quarter of a packed weight)."""
+    return spec.n > 1 and 4 * spec.kh * spec.kw * tile.fb > spec.h * spec.w
 
 
 def conv_items(spec: ConvSpec, tile: ConvTile) -> int:
@@ -231,14 +243,19 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
     b.emit(f"%Wp2 = memref.collapse_shape %Wp [[0, 1], [2]] : {wp_t} into {wp2_t}")
     b.open_for("%it", "%lo", "%hi", c1)
-    # item = (n * fblocks + fb) * ngroups + group
     tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
     nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
-    fb = b.op(f"arith.remui {nf}, {b.c(fblocks)} : index")
-    n = b.op(f"arith.divui {nf}, {b.c(fblocks)} : index")
+    first = b.cmp("eq", tgi, c0)
+    if filter_major(s, t):  # item = (fb * N + n) * ngroups + group
+        n = b.op(f"arith.remui {nf}, {b.c(s.n)} : index")
+        fb = b.op(f"arith.divui {nf}, {b.c(s.n)} : index")
+        first = b.op(f"arith.andi {first}, {b.cmp('eq', n, c0)} : i1")
+    else:  # item = (n * fblocks + fb) * ngroups + group
+        fb = b.op(f"arith.remui {nf}, {b.c(fblocks)} : index")
+        n = b.op(f"arith.divui {nf}, {b.c(fblocks)} : index")
     # The filter block's panel Wp[c][tap][FB] (zero past F), packed by the first item of
-    # each (image, block) and by this call's first item.
-    need = b.op(f"arith.ori {b.cmp('eq', '%it', '%lo')}, {b.cmp('eq', tgi, c0)} : i1")
+    # each block (of each (image, block) image by image) and by this call's first item.
+    need = b.op(f"arith.ori {b.cmp('eq', '%it', '%lo')}, {first} : i1")
     b.emit(f"scf.if {need} {{")
     b.indent += 1
     pf0 = b.mul(fb, b.c(t.fb))

@@ -28,6 +28,8 @@
 // CHECK:       func.func private @[[K]](%{{.*}}: memref<64x80xf32>, %{{.*}}: memref<80x96xf32>, %{{.*}}: memref<64x96xf32>)
 // CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<6x64x16xf32>
 // CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<8x64x6xf32>
+// The C tile's lines are prefetched (for writing) before the k loop that accumulates it.
+// CHECK:       memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}], write, locality<3>, data : memref<64x96xf32>
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK:         vector.load
 // CHECK:         vector.broadcast %{{.*}} : f32 to vector<8xf32>

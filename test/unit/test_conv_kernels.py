@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import accel
 import numpy as np
 import pytest
 from accel import phases
-from accel.passes._conv_kernel import ConvTile, choose_conv_tile
+from accel.passes._conv_kernel import ConvTile, choose_conv_tile, filter_major
 from accel.passes._gemm_kernel import ConvSpec
 from accel.pipeline import run_pipeline
 
@@ -56,6 +57,7 @@ CASES = [
     (1, 20, 12, 13, 3, 1, 2, 2, True),  # dilation 2
     (1, 64, 5, 9, 5, 3, 1, 1, False),  # 5 filters, stride 3: 9 positions < one tile
     (1, 32, 48, 16, 1, 2, 0, 1, False),  # 1x1 stride 2 below the GEMM's 2^18 MACs: direct
+    (3, 24, 40, 4, 3, 1, 1, 1, True),  # 4x4 maps, 3 images: filter-block-major items
 ]
 
 
@@ -258,6 +260,18 @@ def test_channel_blocks_match_torch(ctx, monkeypatch):
     compiled["conv"](x, w, o)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2)
     np.testing.assert_allclose(o, want.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_filter_major_on_small_maps_of_a_batch():
+    """Items run filter block by filter block (each block's weights packed once, not once
+    per image) where repacking costs more than rereading the images: a training batch's
+    small maps, not one image or large maps."""
+    tile = ConvTile(vl=16, fv=2, pt=4)
+    layer4 = ConvSpec(n=8, c=128, h=4, w=4, f=128, kh=3, kw=3, oh=2, ow=2)
+    assert filter_major(layer4, tile)
+    assert not filter_major(replace(layer4, n=1), tile)  # one image: packed once anyway
+    big = ConvSpec(n=8, c=16, h=66, w=66, f=16, kh=3, kw=3, oh=64, ow=64)
+    assert not filter_major(big, tile)
 
 
 def test_tile_choice():
