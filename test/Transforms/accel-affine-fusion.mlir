@@ -210,10 +210,21 @@ func.func @reduction_into_consumer(%x: memref<4x8xf32>) -> memref<4xf32> {
 }
 
 // -----
-// Negative: MLIR would keep the accumulation into %sum (freed afterwards) and recompute
-// it inside the consumer, adding it twice: the function stays unfused.
+// MLIR would keep the accumulation into %sum (freed afterwards) and recompute it inside
+// the consumer, adding it twice. That fused form is rejected; fusion runs again with the
+// writers of %sum (its zero fill and the accumulation) made calls, which it cannot
+// recompute, and the rest fuses: the mean and its scaled copy in one nest.
 // CHECK-LABEL: func.func @repeated_accumulation
-// CHECK-COUNT-4: affine.for %{{.*}} = 0 to 4 {
+// CHECK:         affine.for %{{.*}} = 0 to 4 {
+// CHECK:         call @repeated_accumulation_nest{{[0-9]+}}(
+// CHECK-NEXT:    call @repeated_accumulation_nest{{[0-9]+}}(
+// CHECK:         affine.for %{{.*}} = 0 to 4 {
+// CHECK:           arith.divf
+// CHECK:           arith.mulf
+// CHECK-NOT:     affine.for
+// CHECK:         return
+// CHECK-DAG:   func.func private @repeated_accumulation_nest{{[0-9]+}}
+// CHECK-DAG:   func.func private @repeated_accumulation_nest{{[0-9]+}}
 func.func @repeated_accumulation(%x: memref<4x8x6xf32>, %y: memref<4x8x6xf32>) -> (memref<f32>, memref<4x1x6xf32>) {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
@@ -258,8 +269,19 @@ func.func @repeated_accumulation(%x: memref<4x8x6xf32>, %y: memref<4x8x6xf32>) -
       }
     }
   }
+  %scaled = memref.alloc() {alignment = 64 : i64} : memref<4x1x6xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to 1 {
+      affine.for %k = 0 to 6 {
+        %a = affine.load %mean[%i, %j, %k] : memref<4x1x6xf32>
+        %m = arith.mulf %a, %eight : f32
+        affine.store %m, %scaled[%i, %j, %k] : memref<4x1x6xf32>
+      }
+    }
+  }
   memref.dealloc %sum : memref<4x1x6xf32>
-  return %total, %mean : memref<f32>, memref<4x1x6xf32>
+  memref.dealloc %mean : memref<4x1x6xf32>
+  return %total, %scaled : memref<f32>, memref<4x1x6xf32>
 }
 
 // -----
