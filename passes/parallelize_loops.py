@@ -37,9 +37,11 @@ iteration forks and joins). L fires only when all of this holds:
   - a private scratch buffer: a static `memref.alloc`/`alloca` used only by affine
     accesses inside L whose first use in each iteration (in program order, at L's top
     level) stores every element of it and loads none (the per-row buffers fusion leaves for
-    softmax and layernorm). Each call of the body gets its own copy (at most
-    `PRIVATE_STACK_BYTES` of them on the stack, or L stays serial; stack buffers get
-    64-byte alignment, as a worker's frame is only 16-byte aligned).
+    softmax and layernorm), or is an inner loop holding all its accesses whose iterations
+    each do so (a row buffer inside a channel's loop over images: BatchNorm's backward).
+    Each call of the body gets its own copy (at most `PRIVATE_STACK_BYTES` of them on the
+    stack, or L stays serial; stack buffers get 64-byte alignment, as a worker's frame is
+    only 16-byte aligned).
 * No aliasing: a written memref is a root buffer or an injective view of one (subview with
   static strides, expand/collapse_shape, cast, transpose), and no other memref value L
   accesses has the same root buffer (views of one buffer are different SSA values, which
@@ -375,15 +377,24 @@ def _private(memref: ir.Value, loop: Operation) -> bool:
                 not is_inside(user, loop) or _access(user)[0] != memref or \
                 (user.name == "affine.store" and use.operand_number == 0):
             return False
+    return _overwritten_first(memref, loop, len(list(memref.uses)))
+
+
+def _overwritten_first(memref: ir.Value, loop: Operation, uses: int) -> bool:
+    """Each iteration of `loop` (which holds all `uses` accesses of `memref`) writes all of
+    `memref` before reading it: the first top-level op touching it stores every element and
+    loads none, or is an `affine.for` holding every access whose own iterations do so (a
+    row buffer fusion leaves inside a channel's loop over images and rows)."""
     for top in loop.regions[0].blocks[0].operations:
         top = top.operation
         touching = [a for a in ops_named(top, ("affine.load", "affine.store"))
                     if _access(a)[0] == memref]
         if not touching:
             continue
-        if any(a.name == "affine.load" for a in touching):
-            return False
-        return any(_covers(a, top, memref) for a in touching)
+        if not any(a.name == "affine.load" for a in touching):
+            return any(_covers(a, top, memref) for a in touching)
+        return top.name == "affine.for" and len(touching) == uses and \
+            _overwritten_first(memref, top, uses)
     return False
 
 

@@ -173,6 +173,63 @@ func.func @aliasing_view(%x: memref<1025x256xf32>) {
 
 // -----
 
+// A row buffer used only inside an inner loop (a channel's loop over images, as fusion
+// leaves BatchNorm's backward), which fills it before reading it in each of its
+// iterations, is private to the outer loop too: the channel loop runs in parallel.
+// CHECK-LABEL: func.func @nested_scratch
+// CHECK:         call @nested_scratch_par0
+// CHECK:       func.func private @nested_scratch_par0_body(
+// CHECK:         %[[T:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x196xf32>
+// CHECK:         affine.for %{{.*}} = %{{.*}} to %{{.*}} {
+// CHECK:           affine.for
+// CHECK:             affine.store %{{.*}}, %[[T]]
+func.func @nested_scratch(%x: memref<32x16x196xf32>, %sum: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloca() : memref<1x196xf32>
+  affine.for %c = 0 to 16 {
+    affine.store %zero, %sum[%c] : memref<16xf32>
+    affine.for %n = 0 to 32 {
+      affine.for %p = 0 to 196 {
+        %v = affine.load %x[%n, %c, %p] : memref<32x16x196xf32>
+        %e = math.exp %v : f32
+        affine.store %e, %t[0, %p] : memref<1x196xf32>
+      }
+      affine.for %p = 0 to 196 {
+        %v = affine.load %t[0, %p] : memref<1x196xf32>
+        %acc = affine.load %sum[%c] : memref<16xf32>
+        %s = arith.addf %v, %acc : f32
+        affine.store %s, %sum[%c] : memref<16xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the same row buffer, also read after the inner loop (its last image's row
+// leaks out of the inner loop's iterations): not private, the channel loop stays serial.
+// CHECK-LABEL: func.func @nested_scratch_read_after
+// CHECK:         affine.for
+// CHECK-NOT:     accel_parallel_for
+func.func @nested_scratch_read_after(%x: memref<32x16x196xf32>, %sum: memref<16xf32>) {
+  %t = memref.alloca() : memref<1x196xf32>
+  affine.for %c = 0 to 16 {
+    affine.for %n = 0 to 32 {
+      affine.for %p = 0 to 196 {
+        %v = affine.load %x[%n, %c, %p] : memref<32x16x196xf32>
+        %e = math.exp %v : f32
+        affine.store %e, %t[0, %p] : memref<1x196xf32>
+      }
+    }
+    %last = affine.load %t[0, 0] : memref<1x196xf32>
+    affine.store %last, %sum[%c] : memref<16xf32>
+  }
+  return
+}
+
+// -----
+
 // A scratch buffer read before it is written in an iteration carries values between
 // iterations: not private, stays serial.
 // CHECK-LABEL: func.func @scratch_read_first
