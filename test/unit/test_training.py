@@ -459,3 +459,34 @@ def test_call_errors() -> None:
     opt.add_param_group({"params": [torch.nn.Parameter(torch.zeros(2))]})
     with pytest.raises(AccelError, match="parameter groups changed"):
         step(*vector_batch(1))
+
+
+def test_batchnorm_backward_fuses_after_a_refusal(monkeypatch) -> None:
+    """benchmarks/training.py's CNN (28x28, batch 32): fusion refuses its backward part
+    (MLIR duplicates a BatchNorm sum) and fuses it again with that sum's writers made
+    calls (passes/affine_fusion.py). The retry must happen and the training match eager."""
+    import sys
+    from pathlib import Path
+
+    from accel.passes import affine_fusion
+
+    retried: list[bool] = []
+    outline = affine_fusion._outline_writers
+
+    def spy(func: Any, keys: Any) -> bool:
+        retried.append(outline(func, keys))
+        return retried[-1]
+
+    monkeypatch.setattr(affine_fusion, "_outline_writers", spy)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import training as bench
+
+    model, loss_fn, opt, batch = bench.BUILD["cnn"]()
+    eager = copy.deepcopy(model)
+    eager_opt = torch.optim.SGD(eager.parameters(), lr=0.01, momentum=0.9)
+    step = accel.compile_train_step(model, loss_fn, opt, batch, options={"cache": False})
+    assert any(retried)
+    for i in range(3):
+        assert_close_rel(step(*batch), eager_step(eager, eager_opt, loss_fn, batch),
+                         f"loss of step {i}")
+    assert_same_training(model, eager, opt, eager_opt)
