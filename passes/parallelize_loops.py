@@ -52,6 +52,11 @@ iteration forks and joins). L fires only when all of this holds:
 * Values L uses from outside are memrefs (passed as descriptors), index/integer/float
   scalars (passed by value), or `arith.constant`/`memref.get_global` (cloned).
 
+A loop that fails only on a store every iteration repeats (the same value into the same
+element: a per-channel BatchNorm scale that fusion recomputes for every image) gets that
+store moved into a copy of its surrounding loops in front of it (`_hoist_stores.py`), and
+is planned again.
+
 Loops with dynamic bounds stay serial (the work is unknown at compile time). Functions that
 already run inside an `accel_parallel_for` body (reachable from a `func.constant`) are left
 alone: no nested parallelism. Every iteration runs the same ops in the same order as
@@ -71,6 +76,7 @@ from dataclasses import dataclass, field
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._affine import bounds, trip_count
 from accel.passes._affine import constant as _constant
+from accel.passes._hoist_stores import hoist_invariant_stores
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 
@@ -416,6 +422,11 @@ def _scalar_type(t: ir.Type) -> bool:
                       | ir.F64Type)
 
 
+#: Why a loop whose iterations share memory stays serial; stores every iteration repeats
+#: then move in front of it (`_hoist_stores.py`) and the loop is planned again.
+CARRIED = "a loop-carried dependence through memory"
+
+
 def chunk_count(trips: int, total_work: int, chunk_work: int) -> int:
     """Items for a loop of `trips` iterations and `total_work`: one per iteration when
     `chunk_work` is 0, else about `total_work / chunk_work` (2 to `trips`)."""
@@ -468,7 +479,7 @@ def plan(loop: Operation, min_work: int, chunk_work: int = CHUNK_WORK) -> _Plan 
                    if p.name == "memref.alloca") > PRIVATE_STACK_BYTES:
                 return "private stack buffers too large for a thread's stack"
             continue
-        return "a loop-carried dependence through memory"
+        return CARRIED
     seen: set[ir.Value] = set()
     private_values = {p.results[0] for p in result.privates}
     for op in inner:
@@ -710,6 +721,8 @@ class ParallelizeLoops(ModulePass):
             while todo:
                 loop = todo.pop(0)
                 result = plan(loop, self.min_work, self.chunk_work)
+                if result == CARRIED and hoist_invariant_stores(loop):
+                    result = plan(loop, self.min_work, self.chunk_work)
                 if isinstance(result, _Plan):
                     outline(module, result, _fresh_name(fname, known), self.dealloc)
                 elif result != "too small":  # the inner loops may still be parallel

@@ -230,6 +230,64 @@ func.func @nested_scratch_read_after(%x: memref<32x16x196xf32>, %sum: memref<16x
 
 // -----
 
+// Fusion leaves a per-channel value (a BatchNorm scale) computed and stored in every image's
+// iteration: the same values into the same elements, a write all images share. The store
+// moves into a copy of the channel loop in front (_hoist_stores.py), the value stays
+// computed where it is used, and the loop over images runs in parallel.
+// CHECK-LABEL: func.func @invariant_store
+// CHECK:         affine.for %[[C:.*]] = 0 to 8 {
+// CHECK-NEXT:      %[[G:.*]] = affine.load %{{.*}}[%[[C]]] : memref<8xf32>
+// CHECK-NEXT:      %[[S:.*]] = math.rsqrt %[[G]]
+// CHECK-NEXT:      affine.store %[[S]], %{{.*}}[%[[C]]] : memref<8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    call @invariant_store_par0(
+// CHECK:       func.func private @invariant_store_par0_body(
+// CHECK:         math.rsqrt
+// CHECK-NOT:     affine.store %{{.*}} : memref<8xf32>
+// CHECK:         return
+func.func @invariant_store(%x: memref<32x8x196xf32>, %g: memref<8xf32>, %scale: memref<8xf32>, %out: memref<32x8x196xf32>) {
+  affine.for %n = 0 to 32 {
+    affine.for %c = 0 to 8 {
+      %v = affine.load %g[%c] : memref<8xf32>
+      %s = math.rsqrt %v : f32
+      affine.store %s, %scale[%c] : memref<8xf32>
+      affine.for %p = 0 to 196 {
+        %a = affine.load %x[%n, %c, %p] : memref<32x8x196xf32>
+        %b = arith.mulf %a, %s : f32
+        affine.store %b, %out[%n, %c, %p] : memref<32x8x196xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the loop also reads the per-channel buffer, so its first image would see the
+// values from before the loop: the store stays, and so does the loop's serial order.
+// CHECK-LABEL: func.func @invariant_store_read_back
+// CHECK:         affine.for
+// CHECK:           affine.store %{{.*}} : memref<8xf32>
+// CHECK-NOT:     accel_parallel_for
+func.func @invariant_store_read_back(%x: memref<32x8x196xf32>, %g: memref<8xf32>, %scale: memref<8xf32>, %out: memref<32x8x196xf32>) {
+  affine.for %n = 0 to 32 {
+    affine.for %c = 0 to 8 {
+      %old = affine.load %scale[%c] : memref<8xf32>
+      %v = affine.load %g[%c] : memref<8xf32>
+      %s = math.rsqrt %v : f32
+      affine.store %s, %scale[%c] : memref<8xf32>
+      affine.for %p = 0 to 196 {
+        %a = affine.load %x[%n, %c, %p] : memref<32x8x196xf32>
+        %b = arith.mulf %a, %old : f32
+        affine.store %b, %out[%n, %c, %p] : memref<32x8x196xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
 // A scratch buffer read before it is written in an iteration carries values between
 // iterations: not private, stays serial.
 // CHECK-LABEL: func.func @scratch_read_first
