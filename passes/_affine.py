@@ -21,6 +21,16 @@ def base_buffer(value: ir.Value) -> ir.Value:
     return value
 
 
+def value_inside(value: ir.Value, ancestor: Operation) -> bool:
+    """`value` is defined in `ancestor` (by an op nested in it, or as an argument of one of
+    its blocks or of a nested op's)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        parent = owner.owner
+        return parent is not None and is_inside(parent.operation, ancestor)
+    return is_inside(owner.operation, ancestor)
+
+
 def body(loop: Operation) -> list[Operation]:
     """The ops of a loop's body, without its terminator."""
     return [op.operation for op in loop.regions[0].blocks[0].operations][:-1]

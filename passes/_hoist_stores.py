@@ -25,38 +25,27 @@ same contents.
 from __future__ import annotations
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._affine import base_buffer, trip_count
-from accel.passes.base import is_inside, ops_named
+from accel.passes._affine import base_buffer, iv, trip_count, value_inside
+from accel.passes.base import ops_named
 
 #: Ops a loop may hold for its stores to move (no calls, no other memory effects).
 _PURE_PREFIXES = ("affine.", "arith.", "math.")
 
 
-def _inside(value: ir.Value, loop: Operation) -> bool:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        parent = owner.owner
-        return parent is not None and (parent.operation == loop or
-                                       is_inside(parent.operation, loop))
-    return is_inside(owner.operation, loop)
-
-
 def _slice(store: Operation, loop: Operation, written: set[ir.Value], chain: list[Operation]
            ) -> list[Operation] | None:
     """The ops inside `loop` that the store's value and indices come from, or None if one
-    depends on `loop`'s variable, on a loop outside `chain` or reads
-    a buffer `loop` writes."""
-    ivs = {loop.regions[0].blocks[0].arguments[0]}
-    allowed_ivs = [c.regions[0].blocks[0].arguments[0] for c in chain]
+    depends on `loop`'s variable or a loop outside `chain`, or reads a buffer `loop` writes."""
+    allowed_ivs = [iv(c) for c in chain]
     found: list[Operation] = []
     frontier = list(store.operands)[:1] + list(store.operands)[2:]
     while frontier:
         value = frontier.pop()
-        if not _inside(value, loop):
+        if not value_inside(value, loop):
             continue
         owner = value.owner
         if isinstance(owner, ir.Block):
-            if value in ivs or not any(value == a for a in allowed_ivs):
+            if not any(value == a for a in allowed_ivs):  # `loop`'s own, or another loop's
                 return None
             continue
         op = owner.operation

@@ -74,7 +74,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._affine import bounds, trip_count
+from accel.passes._affine import bounds, trip_count, value_inside
 from accel.passes._affine import constant as _constant
 from accel.passes._hoist_stores import hoist_invariant_stores
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
@@ -123,14 +123,6 @@ def _op(value_owner: object) -> Operation | None:
 
 def _defining_op(value: ir.Value) -> Operation | None:
     return _op(value.owner)
-
-
-def _value_inside(value: ir.Value, ancestor: Operation) -> bool:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        parent = owner.owner
-        return parent is not None and is_inside(parent.operation, ancestor)
-    return is_inside(owner.operation, ancestor)
 
 
 def max_trips(loop: Operation) -> int | None:
@@ -484,7 +476,7 @@ def plan(loop: Operation, min_work: int, chunk_work: int = CHUNK_WORK) -> _Plan 
     private_values = {p.results[0] for p in result.privates}
     for op in inner:
         for value in op.operands:
-            if value in seen or value in private_values or _value_inside(value, loop):
+            if value in seen or value in private_values or value_inside(value, loop):
                 continue
             seen.add(value)
             owner = _defining_op(value)

@@ -19,6 +19,7 @@ from accel import phases
 from accel.passes._conv_kernel import ConvTile, choose_conv_tile, filter_major
 from accel.passes._gemm_kernel import ConvSpec
 from accel.pipeline import run_pipeline
+from kernel_ir import kernel_forks
 
 torch = pytest.importorskip("torch")
 
@@ -46,14 +47,6 @@ def _calls(ir: str, prefix: str) -> int:
     """Calls that replaced convs (not a kernel's calls of its own body, entry or parts)."""
     names = re.findall(rf"call @({prefix}\w+)\(", ir)
     return sum(re.search(r"_(body|entry)(_part\d+)?$", n) is None for n in names)
-
-
-def _kernel_forks(ir: str) -> int:
-    """`accel_parallel_for` calls in the kernels' functions (not accel-parallelize-loops'
-    `*_par<k>` nests around them, which depend on that pass's thresholds)."""
-    return sum(chunk.count("call @accel_parallel_for")
-               for chunk in ir.split("func.func ")[1:]
-               if re.match(r"(private )?@\w+_par\d+\(", chunk) is None)
 
 
 # (batch, C, F, H=W, kernel, stride, padding, dilation, bias)
@@ -171,7 +164,7 @@ def test_threaded_direct_conv_matches_eager(threads):
                                 torch.nn.Conv2d(40, 32, 3, padding=1)).eval()
     x = torch.randn(1, 32, 34, 34)  # 32*40*9*34*34 = 13.3M MACs each
     fn, ir = _compile(model, x)
-    assert _calls(ir, "accel_dconv_") == 2 and _kernel_forks(ir) == 2
+    assert _calls(ir, "accel_dconv_") == 2 and kernel_forks(ir) == 2
     with torch.no_grad():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
 
@@ -193,7 +186,7 @@ def test_threaded_stored_output_matches_eager(threads):
 
     x = torch.randn(2, 24, 23, 23)  # 529 positions: tiles of 6, an overlapping last one
     fn, ir = _compile(Block().eval(), x)
-    assert _calls(ir, "accel_dconv_") == 2 and _kernel_forks(ir) == 2
+    assert _calls(ir, "accel_dconv_") == 2 and kernel_forks(ir) == 2
     with torch.no_grad():
         torch.testing.assert_close(fn(x), Block()(x), rtol=RTOL, atol=ATOL)
 

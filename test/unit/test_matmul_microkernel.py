@@ -25,6 +25,7 @@ from accel.passes import lookup_pass
 from accel.passes._gemm_kernel import Tiles
 from accel.passes.matmul_microkernel import choose_tiles, host_tiles
 from accel.pipeline import run_pipeline
+from kernel_ir import kernel_forks
 
 RTOL, ATOL = 1e-4, 1e-5
 PASS = "accel-matmul-microkernel"
@@ -521,15 +522,7 @@ def test_parallel_conv_model_matches_eager(threads, monkeypatch):
     bufferized = next(p.ir for p in rec.phases if p.name == "bufferize")
     assert bufferized.count("func.func private @accel_parallel_for") == 1
     assert bufferized.count("_im2col_entry(") == 2
-    assert _kernel_forks(bufferized) == 4  # the ReLU + padding nest may fork too
-
-
-def _kernel_forks(ir: str) -> int:
-    """`accel_parallel_for` calls in the kernels' functions (not accel-parallelize-loops'
-    `*_par<k>` nests, which depend on that pass's thresholds)."""
-    return sum(chunk.count("call @accel_parallel_for")
-               for chunk in ir.split("func.func ")[1:]
-               if re.match(r"(private )?@\w+_par\d+\(", chunk) is None)
+    assert kernel_forks(bufferized) == 4  # the ReLU + padding nest may fork too
 
 
 def test_im2col_split():
