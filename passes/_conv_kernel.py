@@ -11,12 +11,13 @@ padded, NCHW; W FCHW; O NFHW), without im2col:
      for t in the group's tiles (PT positions each):
       p0 = min(t*PT, P - PT)                              the last tile overlaps
       off[j] = (p/OW)*sh*W + (p%OW)*sw for p = p0 + j     input offset of position j
-      acc[FV][PT] = 0                                     FV*PT vector registers (FB lanes)
+      acc[FV][PT] = 0 (blocks: S[t], zeroed per item)      FV*PT vector registers (FB lanes)
       for c in 0..C (or the block):                       KH*KW taps unrolled in the body
         for tap (kh, kw):
           w[v] = vector.load Wp[c, tap, v*VL]             FV loads
           for j: x = broadcast X[n, c, off[j] + kh*dh*W + kw*dw]
                  acc[v][j] = fma(w[v], x, acc[v][j])
+      (blocks: S[t] = acc but after the last block)
       tile[PT][FB] = acc; O[n, fb*FB + f, p0 + j] += tile[j][f] (valid f, new positions)
 
 The accumulators are vectors over output channels (as oneDNN's blocked kernels), so every
@@ -51,27 +52,47 @@ class ConvTile:
 
 def choose_conv_tile(spec: ConvSpec, vl: int) -> ConvTile:
     """FV*PT accumulators + FV weight vectors + 1 broadcast in the vector registers (16 with
-    AVX2, 32 with AVX-512): two channel vectors when F fills them, else one and more
-    positions; never more positions than the output has, and up to 2 fewer where that
-    wastes less of the last, overlapping tile (ResNet's 7x7 maps: PT = 5, 50 for 49)."""
+    AVX2, 32 with AVX-512), FV in 1, 2 (and 4 with 32 registers), PT at most 14 and never
+    more positions than the output has. The cheapest by `tile_cost`: AVX2 takes 2 x 6
+    (16 filters) when F > 8, else 1 x 14; AVX-512 4 x 6 (64 filters, 4 weight vectors and
+    6 broadcasts per 24 FMAs: 180 against 161 GFLOP/s for 2 x 13 on ResNet's 64-channel
+    layer, 1 thread) where F fills 64 filters, 2 x 13-14 where it fills 32; up to 2 fewer
+    positions where the last, overlapping tile then wastes less (7x7 maps: 4 x 5)."""
     regs = 32 if vl >= 16 else 16
-    fv = 2 if spec.f > vl else 1
     p = spec.oh * spec.ow
-    most = min((regs - fv - 1) // fv, 14, p)
+    best: tuple[float, int, int] | None = None
+    for fv in (1, 2, 4) if regs == 32 else (1, 2):
+        if fv > 1 and spec.f <= (fv // 2) * vl:
+            continue  # fewer filters than half the tile's: a smaller FV wastes less
+        most = min((regs - fv - 1) // fv, 14, p)
+        for pt in range(max(1, most - 2), most + 1):
+            cost = tile_cost(spec, vl, fv, pt)
+            if best is None or (cost, -fv, -pt) < (best[0], -best[1], -best[2]):
+                best = (cost, fv, pt)
+    assert best is not None
+    return ConvTile(vl=vl, fv=best[1], pt=best[2])
 
-    def cost(pt: int) -> float:
-        # Positions computed (the last tile overlaps: 7x7 maps with PT = 6 compute 54 of
-        # 49) times the loads per FMA (FV + PT loads per FV*PT FMAs), weighted by half.
-        return _ceil(p, pt) * pt * (1 + 0.5 * (fv + pt) / (fv * pt))
 
-    pt = min(range(max(1, most - 2), most + 1), key=lambda pt: (cost(pt), -pt))
-    return ConvTile(vl=vl, fv=fv, pt=pt)
+def tile_cost(spec: ConvSpec, vl: int, fv: int, pt: int) -> float:
+    """Relative cost of a tile: filters computed (F rounded up to FV*VL) times positions
+    computed (the last tile overlaps: 7x7 maps with PT = 6 compute 54 of 49) times the
+    loads per FMA (FV + PT loads per FV*PT FMAs) weighted by half."""
+    p = spec.oh * spec.ow
+    return _ceil(spec.f, fv * vl) * fv * vl * _ceil(p, pt) * pt \
+        * (1 + 0.5 * (fv + pt) / (fv * pt))
 
 
 #: Bytes of packed weights one channel block may take (stays in L1 while its tiles run);
-#: 0: no channel blocks. Off: on the shared 2-core host 16 KB blocks measured 1.1-1.3x
-#: slower on ResNet's 512-channel 7x7 layer (write-back per block), within the noise.
+#: 0: no channel blocks. Between blocks a tile's sums wait as vectors in a scratch
+#: (`%S`), and only the last block writes O. Off: on ResNet's 512-channel 7x7 layers
+#: (weights from memory) 16 and 32 KB blocks measured the same as none (2-core Xeon,
+#: AVX-512, 1 thread; the earlier version, which added each block's sums into O, was
+#: 1.1-1.3x slower on the AMD host).
 CHANNEL_BLOCK_BYTES = 0
+#: Windows of more taps than this run a loop over their rows (the columns unrolled)
+#: instead of every tap unrolled: ViT's 16x16 patch embedding (256 taps) made 3 s of
+#: the 8.5 s compile of the zoo's quick ViT.
+ROLL_TAPS = 64
 #: Work items aimed at (image x filter block x tile group): enough for many threads...
 ITEMS = 64
 #: ...but none under this many multiply-adds where the conv is big enough for two: the
@@ -179,7 +200,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     its own). The packed panel of one filter block (per body call: per thread) is a
     `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline. With
     `store` the kernel writes O (`O = conv`: the caller dropped a zero fill of O) instead
-    of adding into it; that needs one channel block (`CHANNEL_BLOCK_BYTES` off)."""
+    of adding into it."""
     s, t = spec, tile
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
@@ -187,8 +208,6 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     p = s.oh * s.ow
     ntiles = _ceil(p, t.pt)
     cb, tg, unroll = conv_blocking(s, t)
-    if store and cb < s.c:
-        raise ValueError("store needs one channel block: later blocks add into O")
     ngroups = _ceil(ntiles, tg)
     items = s.n * fblocks * ngroups
     wp_t = f"memref<{s.c}x{taps}x{t.fb}xf32>"
@@ -242,6 +261,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.emit(f"%Wp = memref.alloc() {{alignment = 64 : i64}} : {wp_t}")
     b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
     b.emit(f"%Wp2 = memref.collapse_shape %Wp [[0, 1], [2]] : {wp_t} into {wp2_t}")
+    blocks = cb < s.c
+    acc_t = f"memref<{tg}x{t.fv * t.pt}x{t.vl}xf32>"
+    if blocks:  # the group's accumulators between channel blocks
+        b.emit(f"%S = memref.alloca() {{alignment = 64 : i64}} : {acc_t}")
     b.open_for("%it", "%lo", "%hi", c1)
     tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
     nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
@@ -270,7 +293,11 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     t_lo = b.mul(tgi, b.c(tg))
     t_hi = b.min(b.add(t_lo, b.c(tg)), b.c(ntiles))
     c_lo, c_hi = c0, b.c(s.c)
-    if cb < s.c:
+    if blocks:
+        b.open_for("%sz", c0, b.c(tg), c1)
+        for a in range(t.fv * t.pt):
+            b.emit(f"vector.store %zv, %S[%sz, {b.c(a)}, {c0}] : {acc_t}, {f32v}")
+        b.close()
         b.open_for("%cb", c0, b.c(s.c), b.c(cb))
         c_lo, c_hi = "%cb", b.min(b.add("%cb", b.c(cb)), b.c(s.c))
     b.open_for("%tt", t_lo, t_hi, c1)
@@ -284,32 +311,64 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         ow = b.op(f"arith.remui {pj}, {b.c(s.ow)} : index")
         offs.append(b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))))
     accs = [f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)]
-    init = ", ".join(f"{a} = %zv" for a in accs)
+    if blocks:  # the sums of the channel blocks before (zeros for the first)
+        slot = b.sub("%tt", t_lo)
+        init = ", ".join(f"{a} = " + b.op(f"vector.load %S[{slot}, {b.c(i)}, {c0}] : "
+                                          f"{acc_t}, {f32v}", "s")
+                         for i, a in enumerate(accs))
+    else:
+        init = ", ".join(f"{a} = %zv" for a in accs)
     types = ", ".join([f32v] * len(accs))
     res = b.fresh("r")
     b.emit(f"{res}:{len(accs)} = scf.for %c = {c_lo} to {c_hi} step {b.c(unroll)} "
            f"iter_args({init}) -> ({types}) {{")
     b.indent += 1
     cur = {(v, j): f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)}
+    order = [(v, j) for v in range(t.fv) for j in range(t.pt)]
+    roll = taps > ROLL_TAPS
     for u in range(unroll):
         cu = b.add("%c", b.c(u)) if u else "%c"
         cbase = b.mul(cu, b.c(s.h * s.w))
-        for k in range(taps):
-            kh_, kw_ = divmod(k, s.kw)
-            koff = kh_ * s.dh * s.w + kw_ * s.dw
-            base = b.add(cbase, b.c(koff)) if koff else cbase
-            ws = [b.op(f"vector.load %Wp[{cu}, {b.c(k)}, {b.c(v * t.vl)}] : {wp_t}, "
-                       f"{f32v}", "w") for v in range(t.fv)]
-            for j in range(t.pt):
-                x = b.op(f"memref.load %Xf[{n}, {b.add(base, offs[j])}] : {xf_t}", "x")
-                xb = b.op(f"vector.broadcast {x} : f32 to {f32v}", "xb")
-                for v in range(t.fv):
-                    cur[v, j] = b.op(f"vector.fma {ws[v]}, {xb}, {cur[v, j]} : {f32v}", "a")
+        if roll:  # a loop over the window's rows, its columns unrolled
+            inner = b.fresh("k")
+            carried = ", ".join(f"%k{v}_{j} = {cur[v, j]}" for v, j in order)
+            b.emit(f"{inner}:{len(order)} = scf.for %kh = {c0} to {b.c(s.kh)} step {c1} "
+                   f"iter_args({carried}) -> ({types}) {{")
+            b.indent += 1
+            cur = {(v, j): f"%k{v}_{j}" for v, j in order}
+            rows = [("%kh", b.mul("%kh", b.c(s.dh * s.w)), b.mul("%kh", b.c(s.kw)))]
+        else:
+            rows = [(None, b.c(kh_ * s.dh * s.w), b.c(kh_ * s.kw)) for kh_ in range(s.kh)]
+        for _, row_off, row_tap in rows:
+            for kw_ in range(s.kw):
+                base = b.add(b.add(cbase, row_off), b.c(kw_ * s.dw))
+                k = b.add(row_tap, b.c(kw_))
+                ws = [b.op(f"vector.load %Wp[{cu}, {k}, {b.c(v * t.vl)}] : {wp_t}, "
+                           f"{f32v}", "w") for v in range(t.fv)]
+                for j in range(t.pt):
+                    x = b.op(f"memref.load %Xf[{n}, {b.add(base, offs[j])}] : {xf_t}", "x")
+                    xb = b.op(f"vector.broadcast {x} : f32 to {f32v}", "xb")
+                    for v in range(t.fv):
+                        cur[v, j] = b.op(f"vector.fma {ws[v]}, {xb}, {cur[v, j]} : {f32v}",
+                                         "a")
+        if roll:
+            b.emit(f"scf.yield {', '.join(cur[o] for o in order)} : {types}")
+            b.close()
+            cur = {o: f"{inner}#{i}" for i, o in enumerate(order)}
     b.emit(f"scf.yield {', '.join(cur[v, j] for v in range(t.fv) for j in range(t.pt))} : "
            f"{types}")
     b.close()
+    if blocks:  # the last block writes the sums back, the others keep them in S
+        b.emit(f"scf.if {b.cmp('uge', b.add('%cb', b.c(cb)), b.c(s.c))} {{")
+        b.indent += 1
     _write_back(b, s, t, res, n, fb, p0, skip, b.cmp("ult", b.add("%tt", c1), t_hi),
                 store=store)
+    if blocks:
+        b.close(" else {")
+        b.indent += 1
+        for i in range(len(accs)):
+            b.emit(f"vector.store {res}#{i}, %S[{slot}, {b.c(i)}, {c0}] : {acc_t}, {f32v}")
+        b.close()
     b.close()
     b.close()
     if cb < s.c:

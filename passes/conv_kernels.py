@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from accel.ir import Operation, ir
 from accel.passes._conv_kernel import (
     choose_conv_tile,
-    conv_blocking,
     conv_items,
     render_direct_conv,
 )
@@ -286,8 +285,7 @@ class ConvKernels(ModulePass):
             else:
                 tile = choose_conv_tile(spec, vl)
                 parallel = parallel and conv_items(spec, tile) >= 2
-                fill = _zero_fill_before(op) if self.store_output \
-                    and conv_blocking(spec, tile)[0] == spec.c else None
+                fill = _zero_fill_before(op) if self.store_output else None
                 if fill is not None:
                     fill.erase()
                 store = fill is not None

@@ -59,6 +59,8 @@ CASES = [
     (1, 64, 5, 9, 5, 3, 1, 1, False),  # 5 filters, stride 3: 9 positions < one tile
     (1, 32, 48, 16, 1, 2, 0, 1, False),  # 1x1 stride 2 below the GEMM's 2^18 MACs: direct
     (3, 24, 40, 4, 3, 1, 1, 1, True),  # 4x4 maps, 3 images: filter-block-major items
+    (1, 3, 16, 36, 9, 3, 1, 1, True),  # 81 taps: a loop over the window's rows
+    (2, 3, 20, 40, 16, 16, 0, 1, True),  # ViT's patch embedding (256 taps), 2 images
 ]
 
 
@@ -72,6 +74,24 @@ def test_direct_conv_matches_eager(n, c, f, hw, k, s, p, d, bias):
     assert "linalg.conv_2d_nchw_fchw" not in ir and "accel_conv_" not in ir  # no im2col
     with torch.no_grad():
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def test_large_windows_loop_over_rows(ctx):
+    """A window of more than ROLL_TAPS taps runs a loop over its rows, its columns unrolled
+    (ViT's 16x16 patches: 256 taps unrolled made 3 s of an 8.5 s compile); smaller ones
+    unroll every tap. Counted as the FMAs in the kernel's text."""
+    from accel.ir import Module
+    from accel.passes._conv_kernel import ROLL_TAPS
+
+    def fmas(k: int) -> int:
+        mlir = _CONV_MLIR.replace("24x3x3", f"24x{k}x{k}").replace("x17x17", f"x{15 + k}x{15 + k}")
+        module = Module.parse(mlir)
+        run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=8 parallel=false})")
+        return str(module).count("vector.fma")
+
+    assert 3 * 3 <= ROLL_TAPS < 9 * 9
+    assert fmas(9) == 9 * fmas(3) // 9  # 9 columns of one row, like the 9 taps of a 3x3
+    assert fmas(5) == 25 * fmas(3) // 9
 
 
 def test_pointwise_conv_is_a_gemm_on_the_input():
@@ -240,24 +260,45 @@ def test_avx512_tile_runs_on_this_host(ctx, threads, options):
     np.testing.assert_allclose(o, want, rtol=RTOL, atol=ATOL)
 
 
-def test_channel_blocks_match_torch(ctx, monkeypatch):
-    """With channel blocks (CHANNEL_BLOCK_BYTES, off by default) each item adds one partial
-    sum per block of input channels to O: 24 channels in blocks of 7 (4096 bytes of
-    9 taps x 16 filters), the last one short; 2 tiles per item."""
+_CONV_STORE_MLIR = """
+func.func @conv(%x: memref<2x24x17x17xf32>, %w: memref<40x24x3x3xf32>,
+                %out: memref<2x40x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<2x40x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<2x40x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>,
+                            strides = dense<2> : vector<2xi64>}
+    ins(%x, %w : memref<2x24x17x17xf32>, memref<40x24x3x3xf32>)
+    outs(%o : memref<2x40x8x8xf32>)
+  memref.copy %o, %out : memref<2x40x8x8xf32> to memref<2x40x8x8xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_channel_blocks_match_torch(ctx, monkeypatch, store):
+    """With channel blocks (CHANNEL_BLOCK_BYTES, off by default) a tile's sums wait in a
+    vector scratch between blocks of input channels and only the last block writes O:
+    24 channels in blocks of 14 (4096 bytes of 9 taps x 8 filters: 40 filters take the
+    1 x 13 tile), the last one short; 5 tiles per item. So a conv whose zero fill went
+    (`store`) may have blocks too."""
     from accel.ir import Module
     from accel.passes import _conv_kernel
 
     monkeypatch.setattr(_conv_kernel, "CHANNEL_BLOCK_BYTES", 4096)
     monkeypatch.setattr(_conv_kernel, "ITEMS", 8)
-    module = Module.parse(_CONV_MLIR)
+    module = Module.parse(_CONV_STORE_MLIR if store else _CONV_MLIR)
     run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=8})")
     text = str(module)
-    assert "scf.for %arg6 = %c0 to %c24 step %c7" in text
+    assert re.search(r"scf\.for %arg\d+ = %c0 to %c24 step %c14", text)
+    assert "linalg.fill" not in text  # the kernel stores (store) or adds into o
     compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 1})
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 24, 17, 17), dtype=np.float32)
     w = rng.standard_normal((40, 24, 3, 3), dtype=np.float32)
-    o = np.zeros((2, 40, 8, 8), dtype=np.float32)
+    o = np.zeros((2, 40, 8, 8), dtype=np.float32) if not store else \
+        np.full((2, 40, 8, 8), np.nan, dtype=np.float32)
     compiled["conv"](x, w, o)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2)
     np.testing.assert_allclose(o, want.numpy(), rtol=RTOL, atol=ATOL)
@@ -278,11 +319,14 @@ def test_filter_major_on_small_maps_of_a_batch():
 def test_tile_choice():
     resnet = ConvSpec(n=1, c=64, h=58, w=58, f=64, kh=3, kw=3, oh=56, ow=56)
     assert choose_conv_tile(resnet, 8) == ConvTile(vl=8, fv=2, pt=6)  # 12 + 2 + 1 ymm
-    assert choose_conv_tile(resnet, 16) == ConvTile(vl=16, fv=2, pt=14)  # 28 + 2 + 1 zmm
+    assert choose_conv_tile(resnet, 16) == ConvTile(vl=16, fv=4, pt=6)  # 24 + 4 + 1 zmm
+    assert choose_conv_tile(replace(resnet, f=32), 16) == ConvTile(vl=16, fv=2, pt=14)
+    assert choose_conv_tile(replace(resnet, f=96), 16) == ConvTile(vl=16, fv=2, pt=14)
     few = ConvSpec(n=1, c=3, h=6, w=6, f=8, kh=3, kw=3, oh=2, ow=2)
     assert choose_conv_tile(few, 8) == ConvTile(vl=8, fv=1, pt=4)  # only 4 positions
     last = ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7)
     assert choose_conv_tile(last, 8) == ConvTile(vl=8, fv=2, pt=5)  # 10 tiles, not 9 of 6
+    assert choose_conv_tile(last, 16) == ConvTile(vl=16, fv=4, pt=5)
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
