@@ -325,7 +325,31 @@ def prepare(func: Operation) -> str | None:
     outline_nests(func, opaque_nests(func), taken)
     outline_nests(func, [n for group in _shared_writers(func) for n in group
                          if n.name == "affine.for"], taken)
+    outline_nests(func, _outside_accumulators(func), taken)
     return add_call_proxies(func) or _unsound_reason(func)
+
+
+def _outside_accumulators(func: Operation) -> list[Operation]:
+    """Top-level nests that accumulate into a buffer whose initial value comes from outside
+    the function (an argument or a global that no earlier nest writes).
+
+    MLIR's producer-consumer fusion may recompute such a producer in a consumer with a
+    private buffer in place of the real one, and the private buffer starts with garbage,
+    not the caller's zeros: after `accel-split-functions` a depthwise conv's part got its
+    output buffer as an argument, filled by the caller, and MobileNetV2's train-mode
+    forward read back values 20x its range (test_zoo.py's mobilenet_v2 train step)."""
+    found: list[Operation] = []
+    written: set[ir.Value] = set()
+    for op in func.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "affine.for" and any(
+                _is_accumulation(st) and _buffer_key(st.operands[1]) is not None
+                and _buffer_key(st.operands[1])[0] in ("arg", "global")  # type: ignore[index]
+                and st.operands[1] not in written
+                for st in ops_named(op, ("affine.store",))):
+            found.append(op)
+        written |= _accesses(op)[1]
+    return found
 
 
 # -- guard 2: the upstream passes run in a child process ---------------------------------------
