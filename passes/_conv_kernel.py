@@ -336,10 +336,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                    f"iter_args({carried}) -> ({types}) {{")
             b.indent += 1
             cur = {(v, j): f"%k{v}_{j}" for v, j in order}
-            rows = [("%kh", b.mul("%kh", b.c(s.dh * s.w)), b.mul("%kh", b.c(s.kw)))]
-        else:
-            rows = [(None, b.c(kh_ * s.dh * s.w), b.c(kh_ * s.kw)) for kh_ in range(s.kh)]
-        for _, row_off, row_tap in rows:
+            rows = [(b.mul("%kh", b.c(s.dh * s.w)), b.mul("%kh", b.c(s.kw)))]
+        else:  # (input offset, first tap) of each row
+            rows = [(b.c(kh_ * s.dh * s.w), b.c(kh_ * s.kw)) for kh_ in range(s.kh)]
+        for row_off, row_tap in rows:
             for kw_ in range(s.kw):
                 base = b.add(b.add(cbase, row_off), b.c(kw_ * s.dw))
                 k = b.add(row_tap, b.c(kw_))
@@ -355,8 +355,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             b.emit(f"scf.yield {', '.join(cur[o] for o in order)} : {types}")
             b.close()
             cur = {o: f"{inner}#{i}" for i, o in enumerate(order)}
-    b.emit(f"scf.yield {', '.join(cur[v, j] for v in range(t.fv) for j in range(t.pt))} : "
-           f"{types}")
+    b.emit(f"scf.yield {', '.join(cur[o] for o in order)} : {types}")
     b.close()
     if blocks:  # the last block writes the sums back, the others keep them in S
         b.emit(f"scf.if {b.cmp('uge', b.add('%cb', b.c(cb)), b.c(s.c))} {{")

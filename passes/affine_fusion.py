@@ -338,15 +338,17 @@ def _outside_accumulators(func: Operation) -> list[Operation]:
     not the caller's zeros: after `accel-split-functions` a depthwise conv's part got its
     output buffer as an argument, filled by the caller, and MobileNetV2's train-mode
     forward read back values 20x its range (test_zoo.py's mobilenet_v2 train step)."""
+    def from_outside(store: Operation, written: set[ir.Value]) -> bool:
+        key = _buffer_key(store.operands[1])
+        return key is not None and key[0] in ("arg", "global") \
+            and store.operands[1] not in written and _is_accumulation(store)
+
     found: list[Operation] = []
     written: set[ir.Value] = set()
     for op in func.regions[0].blocks[0].operations:
         op = op.operation
-        if op.name == "affine.for" and any(
-                _is_accumulation(st) and _buffer_key(st.operands[1]) is not None
-                and _buffer_key(st.operands[1])[0] in ("arg", "global")  # type: ignore[index]
-                and st.operands[1] not in written
-                for st in ops_named(op, ("affine.store",))):
+        if op.name == "affine.for" and any(from_outside(st, written)
+                                           for st in ops_named(op, ("affine.store",))):
             found.append(op)
         written |= _accesses(op)[1]
     return found
