@@ -115,6 +115,29 @@ def test_isa_for_features(features: str, isa: str) -> None:
 
 
 @needs_libmvec
+def test_avx512_features_prefer_512_bit_vectors() -> None:
+    """LLVM's Intel AVX-512 tunings vectorise loops at 256 bits; accel's kernels use
+    512-bit vectors anyway, so AVX-512 targets get `-prefer-256-bit` (docs/cpu-codegen.md)."""
+    from accel.llvm import engine
+
+    assert engine.with_wide_vectors("+avx2,+avx512f") == "+avx2,+avx512f,-prefer-256-bit"
+    assert engine.with_wide_vectors("+avx2,-avx512f") == "+avx2,-avx512f"
+    assert engine.with_wide_vectors(engine.with_wide_vectors("+avx512f")) == \
+        "+avx512f,-prefer-256-bit"
+    host = engine.host_cpu()[1].split(",")
+    assert ("-prefer-256-bit" in host) == ("+avx512f" in host)
+
+
+@needs_libmvec
+def test_avx512_host_loops_call_16_lane_variants() -> None:
+    """On an AVX-512 host a vectorised exp calls the 16-lane libmvec function (a Rocket Lake
+    or Sapphire Rapids tuning alone would have picked the 8-lane AVX2 one)."""
+    if vecmath.host_isa() != "e":
+        pytest.skip("not an AVX-512 host")
+    asm = host_assembly(vecmath.attach_vector_variants(SCALAR_LOOP, vecmath.host_isa()))
+    assert re.search(r"\b_ZGVeN16v_expf\b", asm) and "_ZGVdN8v_expf" not in asm
+
+
 def test_loop_calls_vector_functions_on_host() -> None:
     asm = host_assembly(vecmath.attach_vector_variants(SCALAR_LOOP, vecmath.host_isa()))
     assert re.search(r"\b_ZGV\w+_expf\b", asm), "exp was not vectorised"

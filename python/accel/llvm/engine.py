@@ -76,9 +76,25 @@ def parse_bitcode(data: bytes, what: str) -> llvm.ModuleRef:
                          f"{' '.join(str(err).split())}") from None
 
 
+#: Appended to the features of AVX-512 targets. LLVM tunes Intel's AVX-512 CPUs (Skylake-X
+#: to Sapphire Rapids, Rocket Lake, x86-64-v4) to vectorise loops at 256 bits, to spare
+#: the clock drop of 512-bit instructions on early parts. accel's GEMM and convolution
+#: kernels use 512-bit vectors there anyway (that drop is paid), and at 256 bits LLVM's
+#: loops (softmax, exp, layernorm, elementwise) do half the work per instruction: attention
+#: 8 x 1024 x 64 at 1 thread 17.2 -> 15.5 ms on the 2-core Xeon (docs/cpu-codegen.md).
+PREFER_512_BIT = "-prefer-256-bit"
+
+
+def with_wide_vectors(features: str) -> str:
+    """`features` (an LLVM feature string) with PREFER_512_BIT where it has AVX-512."""
+    if "+avx512f" in features.split(",") and PREFER_512_BIT not in features.split(","):
+        return f"{features},{PREFER_512_BIT}" if features else PREFER_512_BIT
+    return features
+
+
 def host_cpu() -> tuple[str, str]:
-    """(LLVM CPU name, feature string) of this machine."""
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    """(LLVM CPU name, feature string) of this machine (`with_wide_vectors`)."""
+    return llvm.get_host_cpu_name(), with_wide_vectors(llvm.get_host_cpu_features().flatten())
 
 
 def host_features() -> frozenset[str]:
