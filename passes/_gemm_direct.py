@@ -20,6 +20,9 @@ A may be transposed (broadcasts read single elements either way).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from accel.passes._gemm_epilogue import Epilogue
 from accel.passes._gemm_kernel import GemmSpec, Tiles, _Emitter
 
 
@@ -47,16 +50,24 @@ def conflicting_stride(row_stride: int, k: int) -> bool:
     return k > 16 and (row_stride * 4) % 1024 == 0
 
 
-def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = False) -> str:
+def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = False,
+                       epilogue: Epilogue | None = None) -> str:
     """The private function `@name(%A, %B, %C)`: `C += A @ B` without packing (module
     docstring); per batch index when `spec.batch` > 0. With `copy_b` (B's row stride
     conflicts in L1, `conflicting_stride`), each K x NR panel of B is first copied to a
-    contiguous stack buffer with vector loads and stores."""
+    contiguous stack buffer with vector loads and stores. With an `epilogue`, `C = A @ B`
+    (accumulators start at zero, C is not read), times or divided by its scale if any."""
     t, e = tiles, _Emitter()
     vt = f"vector<{t.vl}xf32>"
     pre = "%bi, " if spec.batch else ""
     c0, c1 = e.c(0), e.c(1)
     masks: dict[int, str] = {}
+    scale = epilogue.scale_op if epilogue is not None else None
+    row_max = epilogue.row_max if epilogue is not None else None
+    if row_max and spec.batch:
+        raise ValueError("row maxima of a batched GEMM are not supported")
+    rows_padded = -(-spec.m // t.vl) * t.vl
+    rm_t = f"memref<{rows_padded}x{t.vl}xf32>"
 
     def mask(lanes: int) -> str:
         if lanes not in masks:
@@ -101,7 +112,7 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
         """C[m0:+rows, n0 + vector offsets] += A[m0:+rows, :] @ B[:, same columns]."""
         cols = [n0 if off == 0 else e.add(n0, e.c(off)) for off, _ in vecs]
         rows_at = [m0 if i == 0 else e.add(m0, e.c(i)) for i in range(rows)]
-        init = [vload(f"%C[{pre}{r}, {c}]", spec.c_type, lanes)
+        init = [vload(f"%C[{pre}{r}, {c}]", spec.c_type, lanes) if epilogue is None else "%zv"
                 for r in rows_at for c, (_, lanes) in zip(cols, vecs, strict=True)]
         ku = t.ku if spec.k % t.ku == 0 else 1
         res = e.fresh("r")
@@ -125,8 +136,21 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
         e.emit(f"scf.yield {', '.join(cur)} : {types}")
         e.close()
         for i, r in enumerate(rows_at):
+            high = ""  # the row's maximum so far, one vector (row_max)
             for j, (c, (_, lanes)) in enumerate(zip(cols, vecs, strict=True)):
-                vstore(f"{res}#{i * len(vecs) + j}", f"%C[{pre}{r}, {c}]", spec.c_type, lanes)
+                value = f"{res}#{i * len(vecs) + j}"
+                if scale:
+                    value = e.op(f"{scale} {value}, %alpha : {vt}", "s")
+                vstore(value, f"%C[{pre}{r}, {c}]", spec.c_type, lanes)
+                if row_max:  # lanes past N hold zeros: -inf takes no part in the maximum
+                    part = value if lanes == t.vl else \
+                        e.op(f"arith.select {mask(lanes)}, {value}, %ninf : "
+                             f"vector<{t.vl}xi1>, {vt}", "x")
+                    high = e.op(f"{row_max} {high}, {part} : {vt}", "x") if high else part
+            if row_max:
+                old = e.op(f"vector.load %RM[{r}, {c0}] : {rm_t}, {vt}", "x")
+                new = e.op(f"{row_max} {old}, {high} : {vt}", "x")
+                e.emit(f"vector.store {new}, %RM[{r}, {c0}] : {rm_t}, {vt}")
 
     def panel(n0: str, vecs: list[tuple[int, int]]) -> None:
         if copy_b:
@@ -150,15 +174,80 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
         panel(e.c(full * t.nr), rest)
     if spec.batch:
         e.close()
+    if row_max:
+        _reduce_rows(e, t.vl, spec.m, rm_t, mask, row_max)
+    extra = f", %M: memref<{spec.m}xf32>" if row_max else ""
     head = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
-            f"%C: {spec.c_type}) {{",
+            f"%C: {spec.c_type}{extra}) {{",
             f"    %zv = arith.constant dense<0.0> : {vt}"]
+    if row_max:  # every row's running maximum as one vector, from -inf
+        head += [f"    %ninf = arith.constant dense<0xFF800000> : {vt}",
+                 f"    %RM = memref.alloca() {{alignment = 64 : i64}} : {rm_t}"]
+        init = [f"    scf.for %ri = %c0 to %c{rows_padded} step %c1 {{",
+                f"      vector.store %ninf, %RM[%ri, %c0] : {rm_t}, {vt}", "    }"]
+        e.c(0), e.c(1), e.c(rows_padded)
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
     if copy_b:
         head.append(f"    %Bp = memref.alloca() {{alignment = 64 : i64}} : {bp_t}")
+    if scale:
+        head.append(f"    %alpha = arith.constant dense<{epilogue.scale_literal}> : {vt}")
     head += [f"    {m} = vector.constant_mask [{lanes}] : vector<{t.vl}xi1>"
              for lanes, m in sorted(masks.items())]
+    if row_max:
+        head += init
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+
+
+def butterfly(vl: int) -> tuple[list[list[int]], list[int]]:
+    """Shuffle masks that reduce `vl` vectors (one row each) to one vector of their
+    horizontal results in log2(vl) steps of (two shuffles, one max) per pair, and the
+    final permutation putting row r in lane r. Step h pairs vectors x, y: in each block of
+    2h lanes (one row's partials), lane w < h of the result takes x's lanes (w, w + h), lane
+    w >= h y's; the blocks halve each step. Returns (per step: the `lo` mask then the `hi`
+    mask, over concat(x, y)), final permutation)."""
+    rows = [[r] * vl for r in range(vl)]
+    masks: list[list[int]] = []
+    h = vl // 2
+    while h >= 1:
+        lo, hi = [], []
+        for q in range(vl):
+            block, w = divmod(q, 2 * h)
+            src, w = (0, w) if w < h else (vl, w - h)
+            lo.append(src + block * 2 * h + w)
+            hi.append(src + block * 2 * h + h + w)
+        masks += [lo, hi]
+        rows = [[(x + y)[i] for i in lo] for x, y in zip(rows[0::2], rows[1::2], strict=True)]
+        h //= 2
+    (last,) = rows
+    return masks, [last.index(r) for r in range(vl)]
+
+
+def _reduce_rows(e: _Emitter, vl: int, m: int, rm_t: str, mask: Callable[[int], str],
+                 max_op: str) -> None:
+    """%M[r] = the maximum (`max_op`) of %RM[r, :], `vl` rows at a time by `butterfly`
+    shuffles."""
+    vt = f"vector<{vl}xf32>"
+    masks, final = butterfly(vl)
+    for g in range(0, m, vl):
+        vecs = [e.op(f"vector.load %RM[{e.c(g + r)}, {e.c(0)}] : {rm_t}, {vt}", "y")
+                for r in range(vl)]
+        step = 0
+        while len(vecs) > 1:
+            lo_mask, hi_mask = masks[2 * step], masks[2 * step + 1]
+            nxt = []
+            for x, y in zip(vecs[0::2], vecs[1::2], strict=True):
+                lo = e.op(f"vector.shuffle {x}, {y} {lo_mask} : {vt}, {vt}", "y")
+                hi = e.op(f"vector.shuffle {x}, {y} {hi_mask} : {vt}, {vt}", "y")
+                nxt.append(e.op(f"{max_op} {lo}, {hi} : {vt}", "y"))
+            vecs, step = nxt, step + 1
+        out = e.op(f"vector.shuffle {vecs[0]}, {vecs[0]} {final} : {vt}, {vt}", "y")
+        lanes = min(vl, m - g)
+        ref, m_t = f"%M[{e.c(g)}]", f"memref<{m}xf32>"
+        if lanes == vl:
+            e.emit(f"vector.store {out}, {ref} : {m_t}, {vt}")
+        else:
+            e.emit(f"vector.maskedstore {ref}, {mask(lanes)}, {out} : {m_t}, "
+                   f"vector<{vl}xi1>, {vt}")
 
 
 

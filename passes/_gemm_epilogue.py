@@ -20,9 +20,27 @@ elementwise over D (all loops parallel, identity maps for C and D) and its body 
 `arith.addf` of C's and X's elements; X (any broadcast map) is defined before the fill and
 nothing between the fill and the generic may write it (only allocations, constants,
 views, other fills and the matmul itself lie between); D is written by nothing else.
+
+`fold_zero_fill` is BLAS's `beta = 0` (and `alpha`) for the unpacked kernels, which store
+every element of C: `C = 0; C += A @ B` needs no fill when the kernel's accumulators start
+at zero, and a following `D = C * s` (or `C / s`, s a constant: attention's 1/sqrt(d) on
+its score tile) is one multiply of the accumulators before their store:
+
+    linalg.fill ins(0.0) outs(%C)
+    linalg.matmul ins(%A, %B) outs(%C)     ->    call @kernel_z<s>(%A, %B, %C)   (C = s*A@B)
+    linalg.generic ins(%C) outs(%D) { yield c * s }             (uses of %D -> %C)
+
+Both are bit-exact: the first FMA adds the same +0.0 the fill wrote, and the scale is the
+same f32 operation on the same values. Guards: C a fresh allocation of this block, its
+fill the last op before the matmul that touches memory (only allocations, constants and
+views between), neither operand a view of C; for the scale, C used only by the fill, the
+matmul and the generic, D a fresh buffer of C's type not used before the generic.
 """
 
 from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
 from accel.passes.base import defining_op
@@ -144,3 +162,206 @@ def _emit_copy(before: Operation, x: ir.Value, x_map: ir.Attribute, c: ir.Value,
         block = op.regions[0].blocks.append(element, element)
         with InsertionPoint(block):
             linalg.YieldOp([block.arguments[0]])
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What an unpacked kernel does around its accumulators (`fold_zero_fill`): start
+    them at zero instead of loading C, then apply `scale` (`mulf`/`divf` by an f32)."""
+
+    scale_op: str | None = None  # "arith.mulf" or "arith.divf"
+    scale_bits: int = 0  # the f32 constant's bit pattern
+    #: Also write each row's maximum (of the scaled C) to a 4th argument, %M, with this
+    #: op (one of ROW_MAX_OPS).
+    row_max: str | None = None
+
+    @property
+    def suffix(self) -> str:
+        """Kernel-name suffix: `_z` (zero start), then `m`/`d` and the constant's bits,
+        then `r` for the row maxima."""
+        scale = "" if self.scale_op is None else f"{self.scale_op[-4]}{self.scale_bits:08x}"
+        row_max = {None: "", "arith.maximumf": "r", "arith.maxnumf": "rn"}[self.row_max]
+        return f"_z{scale}{row_max}"
+
+    @property
+    def scale_literal(self) -> str:
+        """The constant as an MLIR float literal that keeps every bit (hexadecimal)."""
+        return f"0x{self.scale_bits:08X}"
+
+
+_VIEWS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
+          "memref.reinterpret_cast")
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The buffer a chain of views starts from."""
+    owner = defining_op(value)
+    while owner is not None and owner.name in _VIEWS:
+        value = owner.operands[0]
+        owner = defining_op(value)
+    return value
+
+
+def _scale_of(generic: Operation, c: ir.Value) -> tuple[str, int] | None:
+    """(op, f32 bits) when `generic` is `D = C * s`, `s * C` or `C / s` with s an f32
+    `arith.constant`, elementwise with identity maps; else None."""
+    operands = list(generic.operands)
+    if len(operands) != 2 or operands[0] != c or len(generic.results):
+        return None
+    rank = ir.MemRefType(c.type).rank
+    identity = ir.AffineMap.get_identity(rank)
+    maps = list(ir.ArrayAttr(generic.attributes["indexing_maps"]))
+    iters = [str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
+    if any("parallel" not in it for it in iters) or \
+            any(ir.AffineMapAttr(m).value != identity for m in maps):
+        return None
+    block = generic.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(ops) != 2 or ops[0].name not in ("arith.mulf", "arith.divf") or \
+            ops[1].name != "linalg.yield" or list(ops[1].operands) != [ops[0].results[0]]:
+        return None
+    op, c_arg = ops[0], block.arguments[0]
+    lhs, rhs = op.operands[0], op.operands[1]
+    other = rhs if lhs == c_arg else lhs if op.name == "arith.mulf" and rhs == c_arg else None
+    const = None if other is None else defining_op(other)
+    if const is None or const.name != "arith.constant" or \
+            not isinstance(other.type, ir.F32Type):
+        return None
+    value = ir.FloatAttr(const.attributes["value"]).value
+    return op.name, struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _at(block_ops: list[Operation], op: Operation) -> int:
+    """The index in `block_ops` of `op` or of the op there that contains it (-1: none)."""
+    while True:
+        for i, o in enumerate(block_ops):
+            if o == op:
+                return i
+        parent = op.parent
+        if parent is None or parent.name == "builtin.module":
+            return -1
+        op = parent
+
+
+def _is_neg_inf_fill(op: Operation) -> bool:
+    if op.name != "linalg.fill":
+        return False
+    const = defining_op(op.operands[0])
+    if const is None or const.name != "arith.constant":
+        return False
+    attr = const.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == float("-inf")
+
+
+#: Maximum ops a row reduction may use: both are commutative and associative (maximumf
+#: propagates NaN and orders -0 < +0; maxnumf drops NaN and may return either zero), so
+#: the kernel's order of evaluation gives what the loop would.
+ROW_MAX_OPS = ("arith.maximumf", "arith.maxnumf")
+
+
+def _row_max_of(generic: Operation, c: ir.Value) -> str | None:
+    """The max op when `generic` is `M[i] = max(M[i], C[i, j])` over a 2-D C (rows
+    reduced with one of ROW_MAX_OPS), else None."""
+    operands = list(generic.operands)
+    if len(operands) != 2 or operands[0] != c or len(generic.results) or \
+            ir.MemRefType(c.type).rank != 2:
+        return None
+    maps = [str(ir.AffineMapAttr(m).value)
+            for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    iters = [str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
+    if maps != ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0)"] or \
+            iters != ["#linalg.iterator_type<parallel>", "#linalg.iterator_type<reduction>"]:
+        return None
+    block = generic.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(ops) != 2 or ops[0].name not in ROW_MAX_OPS or ops[1].name != "linalg.yield" or \
+            list(ops[1].operands) != [ops[0].results[0]] or \
+            {*ops[0].operands} != {*block.arguments}:
+        return None
+    return ops[0].name
+
+
+def _reads_only(op: Operation, buffer: ir.Value) -> bool:
+    """`op` reads `buffer` and does not write it: a return, a copy from it, or a generic
+    with one output that is not it."""
+    if op.name == "func.return":
+        return True
+    if op.name == "memref.copy":
+        return op.operands[1] != buffer
+    return op.name == "linalg.generic" and len(op.results) == 0 and \
+        list(op.operands)[-1] != buffer and \
+        list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[1] == 1
+
+
+def _fold_row_max(matmul: Operation, c: ir.Value, ops: list[Operation]
+                  ) -> tuple[ir.Value, str] | None:
+    """Erase the row-maximum generic reading C (and its buffer's -inf fill) when the
+    kernel can write the maxima instead: (their buffer, the max op), or None (nothing
+    changed)."""
+    at_mm = position(ops, matmul)
+    users = [u.owner.operation for u in c.uses if u.owner.operation != matmul]
+    found = [u for u in users if u.name == "linalg.generic" and _row_max_of(u, c)]
+    if len(found) != 1 or found[0].block != matmul.block:
+        return None
+    generic = found[0]
+    max_op = _row_max_of(generic, c)
+    at_gen = position(ops, generic)
+    # C's other users must not write it; they may run before or after the generic.
+    if at_gen < at_mm or not all(_reads_only(u, c) for u in users if u != generic):
+        return None
+    m = generic.operands[1]
+    if not is_fresh(m) or defining_op(m).block != matmul.block or \
+            len(defining_op(m).operands):  # a static allocation can move up to the call
+        return None
+    m_users = [u.owner.operation for u in m.uses if u.owner.operation != generic]
+    fills = [u for u in m_users if _at(ops, u) < at_gen]
+    if len(fills) != 1 or not _is_neg_inf_fill(fills[0]) or fills[0].block != matmul.block:
+        return None
+    fills[0].erase()
+    generic.erase()
+    if position(ops, defining_op(m)) > at_mm:
+        defining_op(m).move_before(matmul)
+    return m, max_op
+
+
+def fold_zero_fill(matmul: Operation, row_max: bool = False
+                   ) -> tuple[Epilogue, list[ir.Value]] | None:
+    """Drop `matmul`'s zero fill and fold a following constant scale (module docstring)
+    for a kernel that stores all of C; with `row_max`, also a row-maximum reduction of
+    the (scaled) C. Returns the epilogue and the kernel's extra operands (the maxima's
+    buffer), or None (nothing changed) when a guard fails."""
+    c = matmul.operands[2]
+    if not is_fresh(c) or defining_op(c).block != matmul.block:
+        return None
+    if any(_root(x) == c for x in list(matmul.operands)[:2]):
+        return None
+    ops = [o.operation for o in matmul.block.operations]
+    at_mm = position(ops, matmul)
+    fill = next((o for o in reversed(ops[:at_mm]) if o.name not in _QUIET), None)
+    if fill is None or not is_zero_fill(fill) or fill.operands[1] != c:
+        return None
+    scale = None
+    users = [u.owner.operation for u in c.uses]
+    generics = [u for u in users if u.name == "linalg.generic"]
+    if len(users) == 3 and len(generics) == 1 and generics[0].block == matmul.block:
+        generic = generics[0]
+        scale = _scale_of(generic, c)
+        d = generic.operands[1] if scale else None
+        if d is not None and (d.type != c.type or not is_fresh(d) or any(
+                _at(ops, u.owner.operation) < position(ops, generic)
+                for u in d.uses if u.owner.operation != generic)):
+            scale = None
+        if scale is not None and position(ops, generic) > at_mm:
+            d_alloc = defining_op(d)
+            generic.erase()
+            d.replace_all_uses_with(c)
+            d_alloc.erase()
+        else:
+            scale = None
+    fill.erase()
+    ops = [o.operation for o in matmul.block.operations]
+    found = _fold_row_max(matmul, c, ops) if row_max else None
+    scale_op, bits = scale if scale else (None, 0)
+    if found is None:
+        return Epilogue(scale_op, bits), []
+    return Epilogue(scale_op, bits, found[1]), [found[0]]

@@ -62,7 +62,7 @@ from accel.passes._gemm_direct import (
     render_direct_gemm,
     render_dot_gemm,
 )
-from accel.passes._gemm_epilogue import fold_additive_epilogue
+from accel.passes._gemm_epilogue import Epilogue, fold_additive_epilogue, fold_zero_fill
 from accel.passes._gemm_kernel import (
     IM2COL_PARALLEL_MIN,
     PARALLEL_MIN_MACS,
@@ -150,7 +150,8 @@ def choose_tiles(vl: int, l1: int, l2: int, l3: int) -> Tiles:
 
 
 def fit_rows(tiles: Tiles, m: int) -> Tiles:
-    """`tiles` with MR = 8 instead of AVX-512's 12 when that pads M's row tiles less. M = 64
+    """`tiles` with MR = 8 instead of AVX-512's 12 when that pads M's row tiles less (packed
+    kernels only: unpacked ones pad nothing, `_plan`). M = 64
     (a batch of 64, a conv's 64 filters) computed 72 rows with MR = 12; with 8 the ResNet
     conv ran at 221 instead of 201 GFLOP/s and the MLP at batch 64 in 516 instead of 555 us
     (1024^2 matmul: 268 vs 264, within noise). AVX2's MR = 6 is kept (not measured)."""
@@ -334,31 +335,59 @@ def _fold_weight_transpose(op: Operation, spec: GemmSpec) -> GemmSpec:
 DIRECT_PARALLEL_MIN_MACS = 1 << 23
 
 
-def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
-                known: set[str], parallel_min: int | None = None, direct: bool = False) -> str:
-    """The kernel's symbol, adding its private functions to `module` on first use (and the
-    declaration of `accel_parallel_for` when it runs in parallel: `parallel_min` is the
-    smallest M*N*K that does, None for none). With `direct`, a serial kernel whose
-    operands fit the cache (`direct_fits`) reads them in place instead of packing."""
-    tiles = fit_rows(tiles, spec.m)
+@dataclass(frozen=True)
+class _Plan:
+    """How one GEMM is lowered: its tiles, its thread split (None: serial) and whether it
+    reads its operands in place (`direct`; `copy_b`: copying B's panels first)."""
+
+    tiles: Tiles
+    split: Split | None
+    direct: bool
+    copy_b: bool
+
+
+def _plan(module: Operation, spec: GemmSpec, tiles: Tiles, parallel_min: int | None,
+          direct: bool) -> _Plan:
+    """The kernel for `spec`: threaded when `parallel_min` (the smallest M*N*K that runs in
+    parallel, None for none) allows; with `direct`, a serial kernel whose operands fit the
+    cache (`direct_fits`) reads them in place instead of packing."""
+    # Only packed kernels pad M to whole MR-row tiles (`fit_rows`); an unpacked kernel's
+    # last tile is straight-line code of M % MR rows, so it keeps AVX-512's 12-row tiles
+    # (fewer B loads per FMA): attention 8 x 1024 x 64 at 1 thread 16.3 -> 15.7 ms.
+    packed = fit_rows(tiles, spec.m)
     if direct and parallel_min is not None and parallel_min >= PARALLEL_MIN_MACS and \
             _direct_fits(spec, tiles):
         # In-cache GEMMs (attention tiles, inside a parallel loop of their own) stay unpacked
         # and serial below the threshold they had before packed kernels went parallel from
         # 2^20: threading them would pack them again. (Lower thresholds: tests forcing it.)
         parallel_min = max(parallel_min, DIRECT_PARALLEL_MIN_MACS)
-    split = None if parallel_min is None else choose_split(spec, tiles, parallel_min)
+    split = None if parallel_min is None else choose_split(spec, packed, parallel_min)
     direct = direct and split is None and _direct_fits(spec, tiles)
     copy_b = False
     if direct:
         b_type = ir.MemRefType(ir.Type.parse(spec.b_type, module.context))
         copy_b = conflicting_stride(b_type.get_strides_and_offset()[0][-2], spec.k)
-    name = _kernel_name(spec, tiles, split) + ("_dc" if copy_b else "_d" if direct else "")
+    return _Plan(tiles if direct else packed, split, direct, copy_b)
+
+
+def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
+                known: set[str], parallel_min: int | None = None, direct: bool = False,
+                epilogue: Epilogue | None = None) -> str:
+    """The kernel's symbol, adding its private functions to `module` on first use (and the
+    declaration of `accel_parallel_for` when it runs in parallel), as `_plan` chooses it.
+    An `epilogue` (unpacked kernels only) starts from zero and may scale (`fold_zero_fill`)."""
+    plan = _plan(module, spec, tiles, parallel_min, direct)
+    tiles, split = plan.tiles, plan.split
+    name = _kernel_name(spec, tiles, split) + \
+        ("_dc" if plan.copy_b else "_d" if plan.direct else "") + \
+        (epilogue.suffix if epilogue is not None and plan.direct else "")
     if name in known:
         return name
-    if direct:
-        _move_new_funcs(module, render_direct_gemm(spec, tiles, name, copy_b), known)
+    if plan.direct:
+        _move_new_funcs(module, render_direct_gemm(spec, tiles, name, plan.copy_b, epilogue),
+                        known)
         return name
+    assert epilogue is None, "only unpacked kernels start from zero"
     text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
     if split is not None:  # every parallel kernel's text needs it to verify on its own
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
@@ -434,9 +463,14 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     if not small:  # an unpacked kernel cannot read nn.Linear's N x K weight: keep the copy
         spec = _fold_weight_transpose(op, spec)
     fold_additive_epilogue(op)
-    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min,
-                       direct=direct_min is not None)
-    replace_with_call(op, name)
+    direct = direct_min is not None
+    # BLAS's beta = 0 (and alpha) where the kernel stores all of C: no fill, no scale pass;
+    # attention's score tile also gets its row maxima from the kernel's registers.
+    folded = fold_zero_fill(op, row_max=not spec.batch) \
+        if _plan(module, spec, tiles, parallel_min, direct).direct else None
+    epilogue, extra = folded if folded else (None, [])
+    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min, direct, epilogue)
+    replace_with_call(op, name, list(op.operands) + extra)
     return True
 
 

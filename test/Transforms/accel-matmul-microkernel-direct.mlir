@@ -100,10 +100,11 @@ func.func @bias_epilogue(%A: memref<96x48xf32>, %B: memref<48x64xf32>, %bias: me
 
 // -----
 
-// Negative: C is read again after the epilogue, so it must keep the plain product.
+// Negative: C is read again after the epilogue, so it must keep the plain product (the
+// kernel still starts from zero instead of the fill: "_z").
 // CHECK-LABEL: func.func @epilogue_c_reused
-// CHECK:       linalg.fill
-// CHECK:       call @accel_gemm
+// CHECK-NOT:   linalg.fill
+// CHECK:       call @accel_gemm_{{.*}}_d_z(
 // CHECK:       arith.addf
 func.func @epilogue_c_reused(%A: memref<96x48xf32>, %B: memref<48x64xf32>, %bias: memref<64xf32>)
     -> (memref<96x64xf32>, memref<96x64xf32>) {
@@ -125,9 +126,11 @@ func.func @epilogue_c_reused(%A: memref<96x48xf32>, %B: memref<48x64xf32>, %bias
 
 // -----
 
-// Negative: a multiplicative epilogue (C * x) cannot start the accumulation from x.
+// Negative: a multiplicative epilogue (C * x) cannot start the accumulation from x, and x
+// is a tensor, no constant scale: the kernel only starts from zero.
 // CHECK-LABEL: func.func @epilogue_not_additive
-// CHECK:       linalg.fill
+// CHECK-NOT:   linalg.fill
+// CHECK:       call @accel_gemm_{{.*}}_d_z(
 // CHECK:       arith.mulf
 func.func @epilogue_not_additive(%A: memref<96x48xf32>, %B: memref<48x64xf32>,
                                  %s: memref<64xf32>) -> memref<96x64xf32> {
@@ -182,4 +185,157 @@ func.func @dot(%A: memref<8x1000xf32>, %B: memref<9x1000xf32>, %C: memref<8x9xf3
                                  affine_map<(d0, d1, d2) -> (d0, d1)>]
     ins(%A, %B : memref<8x1000xf32>, memref<9x1000xf32>) outs(%C : memref<8x9xf32>)
   return
+}
+
+// -----
+
+// BLAS's beta = 0 and alpha: the zero fill goes (accumulators start at zero, C is never
+// loaded) and the constant scale after the product is one multiply of the accumulators
+// before their store ("_zm" + the constant's bits; D's uses read C).
+// CHECK-LABEL: func.func @zero_start_scale
+// CHECK-NOT:   linalg.fill
+// CHECK:       %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+// CHECK-NEXT:  call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+_d_zm3e000000]](%arg0, %arg1, %[[C]])
+// CHECK-NOT:   linalg.generic
+// CHECK:       return %[[C]]
+// CHECK:       func.func private @[[K]](
+// CHECK:       %[[ALPHA:.*]] = arith.constant dense<1.250000e-01> : vector<8xf32>
+// CHECK-NOT:   vector.load %arg2
+// CHECK:       vector.fma
+// CHECK:       arith.mulf %{{.*}}, %[[ALPHA]] : vector<8xf32>
+// CHECK:       vector.store
+func.func @zero_start_scale(%A: memref<64x64xf32>, %B: memref<64x64xf32>) -> memref<64x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s = arith.constant 0.125 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<64x64xf32>)
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C : memref<64x64xf32>) outs(%D : memref<64x64xf32>) {
+  ^bb0(%c: f32, %out: f32):
+    %p = arith.mulf %s, %c : f32
+    linalg.yield %p : f32
+  }
+  return %D : memref<64x64xf32>
+}
+
+// -----
+
+// A division by a constant stays a division (x / 3 is not x * (1/3) in f32): "_zd".
+// CHECK-LABEL: func.func @zero_start_divide
+// CHECK:       call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+_d_zd40400000]](
+// CHECK:       func.func private @[[K]](
+// CHECK:       arith.divf %{{.*}}, %{{.*}} : vector<8xf32>
+func.func @zero_start_divide(%A: memref<64x64xf32>, %B: memref<64x64xf32>) -> memref<64x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %s = arith.constant 3.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<64x64xf32>)
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C : memref<64x64xf32>) outs(%D : memref<64x64xf32>) {
+  ^bb0(%c: f32, %out: f32):
+    %p = arith.divf %c, %s : f32
+    linalg.yield %p : f32
+  }
+  return %D : memref<64x64xf32>
+}
+
+// -----
+
+// Negative: something that writes memory (another buffer's generic) lies between the fill
+// and the matmul: the fill stays and the kernel accumulates onto C as before.
+// CHECK-LABEL: func.func @zero_fill_not_last
+// CHECK:       linalg.fill
+// CHECK:       linalg.generic
+// CHECK:       call @accel_gemm_64x64x64_nn_{{[0-9a-f]+}}_d(
+func.func @zero_fill_not_last(%A: memref<64x64xf32>, %B: memref<64x64xf32>, %X: memref<64xf32>)
+    -> memref<64x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<64x64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%X : memref<64xf32>) {
+  ^bb0(%out: f32):
+    %p = arith.addf %out, %out : f32
+    linalg.yield %p : f32
+  }
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  return %C : memref<64x64xf32>
+}
+
+// -----
+
+// Attention's score tile: zero start, scale, and each row's maximum (a reduction of C
+// into a -inf fill) computed from the accumulators: per row a running vector maximum
+// across column panels, then 8 rows at a time reduced by shuffles ("_zm...r": the
+// generic, its -inf fill go; the maxima's buffer is the kernel's 4th operand).
+// CHECK-LABEL: func.func @score_row_max
+// CHECK-DAG:   %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+// CHECK-DAG:   %[[M:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+// CHECK:       call @[[K:accel_gemm_64x64x64_nn_[0-9a-f]+_d_zm3e000000r]](%arg0, %arg1, %[[C]], %[[M]])
+// CHECK-NOT:   linalg.
+// CHECK:       return %[[C]], %[[M]]
+// CHECK:       func.func private @[[K]](%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}: memref<64xf32>)
+// CHECK:       memref.alloca() {alignment = 64 : i64} : memref<64x8xf32>
+// CHECK:       arith.maximumf {{.*}} : vector<8xf32>
+// CHECK:       vector.shuffle
+// CHECK:       vector.store %{{.*}}, %arg3
+func.func @score_row_max(%A: memref<64x64xf32>, %B: memref<64x64xf32>)
+    -> (memref<64x64xf32>, memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = arith.constant 0.125 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<64x64xf32>)
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  %D = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%C : memref<64x64xf32>) outs(%D : memref<64x64xf32>) {
+  ^bb0(%c: f32, %out: f32):
+    %p = arith.mulf %c, %s : f32
+    linalg.yield %p : f32
+  }
+  %M = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+  linalg.fill ins(%ninf : f32) outs(%M : memref<64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%D : memref<64x64xf32>) outs(%M : memref<64xf32>) {
+  ^bb0(%c: f32, %out: f32):
+    %p = arith.maximumf %c, %out : f32
+    linalg.yield %p : f32
+  }
+  return %D, %M : memref<64x64xf32>, memref<64xf32>
+}
+
+// -----
+
+// Negative: the maxima start from 0.0, not -inf (a ReLU'd maximum): the reduction stays a
+// generic after the kernel (which still starts from zero).
+// CHECK-LABEL: func.func @row_max_not_from_neg_inf
+// CHECK:       call @accel_gemm_64x64x64_nn_{{[0-9a-f]+}}_d_z(
+// CHECK:       linalg.fill
+// CHECK:       linalg.generic
+// CHECK:       arith.maximumf
+func.func @row_max_not_from_neg_inf(%A: memref<64x64xf32>, %B: memref<64x64xf32>)
+    -> (memref<64x64xf32>, memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%C : memref<64x64xf32>)
+  linalg.matmul ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>)
+  %M = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%M : memref<64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%C : memref<64x64xf32>) outs(%M : memref<64xf32>) {
+  ^bb0(%c: f32, %out: f32):
+    %p = arith.maximumf %c, %out : f32
+    linalg.yield %p : f32
+  }
+  return %C, %M : memref<64x64xf32>, memref<64xf32>
 }

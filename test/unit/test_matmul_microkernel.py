@@ -94,9 +94,9 @@ def test_matmul_matches_numpy(monkeypatch, m, n, k, options):
     _check(_matmul(m, n, k), a, b, a.astype(np.float64) @ b)
 
 
-def _bufferized(source: str) -> tuple[accel.CompiledMLIR, str]:
+def _bufferized(source: str, **options: object) -> tuple[accel.CompiledMLIR, str]:
     with phases.recording(keep_ir=True) as rec:
-        compiled = accel.compile_mlir(source, {"cache": False})
+        compiled = accel.compile_mlir(source, {"cache": False, **options})
     return compiled, str(next(p.ir for p in rec.phases if p.name == "bufferize"))
 
 
@@ -104,11 +104,13 @@ def _bufferized(source: str) -> tuple[accel.CompiledMLIR, str]:
 @pytest.mark.parametrize("options", ["", "vector-width=4", "vector-width=16"])
 def test_unpacked_kernel_matches_numpy(monkeypatch, m, n, k, options):
     """Small matmuls get unpacked ("_d") kernels: static row/column remainders, masked lanes
-    (vector-width=16 compiles AVX-512-shaped code; LLVM splits it on an AVX2 host)."""
+    (vector-width=16 compiles AVX-512-shaped code; LLVM splits it on an AVX2 host). The
+    zero fill before them goes: their accumulators start at zero ("_z")."""
     _with_pass(monkeypatch, options)
     a, b = _rand(m, k), _rand(k, n)
     compiled, ir = _bufferized(_matmul(m, n, k))
-    assert re.search(rf"call @accel_gemm_{m}x{n}x{k}_nn_\w+_d\(", ir)
+    assert re.search(rf"call @accel_gemm_{m}x{n}x{k}_nn_\w+_d_z\(", ir)
+    assert "linalg.fill" not in ir
     np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b,
                                rtol=RTOL, atol=ATOL)
 
@@ -142,9 +144,68 @@ func.func @mm(%a: tensor<64x64xf32>, %bfull: tensor<64x1024xf32>) -> tensor<64x6
 }"""
     a, bfull = _rand(64, 64), _rand(64, 1024)
     compiled, ir = _bufferized(source)
-    assert re.search(r"call @accel_gemm_64x64x64_nn_\w+_dc\(", ir)
+    assert re.search(r"call @accel_gemm_64x64x64_nn_\w+_dc_z\(", ir)
     np.testing.assert_allclose(compiled.invoke("mm", a, bfull),
                                a.astype(np.float64) @ bfull[:, 512:576], rtol=RTOL, atol=ATOL)
+
+
+def _score_tile(m: int, n: int, k: int, scale: str) -> str:
+    """Attention's score tile as the fused attention leaves it: `S = (A @ B) <scale>`,
+    then its rows' maxima into a -inf fill; returns (S, maxima)."""
+    return f"""
+func.func @mm(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>)
+    -> (tensor<{m}x{n}xf32>, tensor<{m}xf32>) {{
+  %z = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = arith.constant 3.0 : f32
+  %e = tensor.empty() : tensor<{m}x{n}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
+                     outs(%f : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %e2 = tensor.empty() : tensor<{m}x{n}xf32>
+  %sc = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                          affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}}
+      ins(%p : tensor<{m}x{n}xf32>) outs(%e2 : tensor<{m}x{n}xf32>) {{
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.{scale} %x, %s : f32
+    linalg.yield %r : f32
+  }} -> tensor<{m}x{n}xf32>
+  %e3 = tensor.empty() : tensor<{m}xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e3 : tensor<{m}xf32>) -> tensor<{m}xf32>
+  %mx = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                          affine_map<(d0, d1) -> (d0)>],
+                         iterator_types = ["parallel", "reduction"]}}
+      ins(%sc : tensor<{m}x{n}xf32>) outs(%m0 : tensor<{m}xf32>) {{
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %o : f32
+    linalg.yield %r : f32
+  }} -> tensor<{m}xf32>
+  return %sc, %mx : tensor<{m}x{n}xf32>, tensor<{m}xf32>
+}}"""
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 128, 64), (100, 200, 64), (37, 45, 29)])
+@pytest.mark.parametrize("options", ["", "vector-width=4", "vector-width=8", "vector-width=16"])
+def test_score_tile_epilogue_matches_numpy(monkeypatch, m, n, k, options):
+    """An unpacked kernel computes attention's scaled score tile and its row maxima from
+    its accumulators ("_zd...r": no fill, no scale pass, no row-max pass), bit-exact: the
+    same f32 operations, and maximumf is associative. Rows past a multiple of the vector
+    width, masked last columns, and a NaN (which makes its row's maximum NaN) included;
+    vector-width=16 compiles the AVX-512 shuffles even on an AVX2 host."""
+    _with_pass(monkeypatch, options)
+    a, b = _rand(m, k), _rand(k, n)
+    a[m // 2, 3] = np.nan
+    # (No x / 3 -> x * (1/3) rewrite: the kernel must keep the division itself.)
+    compiled, ir = _bufferized(_score_tile(m, n, k, "divf"),
+                               disable_unsafe_math_canonicalizations=True)
+    assert re.search(rf"call @accel_gemm_{m}x{n}x{k}_nn_\w+_d_zd40400000r\(", ir), ir
+    assert "linalg.fill" not in ir and "maximumf" not in ir.split("func.func private")[0]
+    scores, maxima = compiled.invoke("mm", a, b)
+    expected = np.float32(a @ b.astype(np.float64)) / np.float32(3.0)
+    np.testing.assert_allclose(scores, expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(maxima, np.max(scores, axis=1))  # NaN row included
+    assert np.isnan(maxima[m // 2]) and not np.isnan(np.delete(maxima, m // 2)).any()
 
 
 @pytest.mark.parametrize("residual", [False, True])
