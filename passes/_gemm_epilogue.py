@@ -324,12 +324,12 @@ def _fold_row_max(matmul: Operation, c: ir.Value, ops: list[Operation]
     return m, max_op
 
 
-def fold_zero_fill(matmul: Operation, row_max: bool = False
+def fold_zero_fill(matmul: Operation, row_max: bool = False, scale: bool = True
                    ) -> tuple[Epilogue, list[ir.Value]] | None:
-    """Drop `matmul`'s zero fill and fold a following constant scale (module docstring)
-    for a kernel that stores all of C; with `row_max`, also a row-maximum reduction of
-    the (scaled) C. Returns the epilogue and the kernel's extra operands (the maxima's
-    buffer), or None (nothing changed) when a guard fails."""
+    """Drop `matmul`'s zero fill and (with `scale`) fold a following constant scale
+    (module docstring) for a kernel that stores all of C; with `row_max`, also a
+    row-maximum reduction of the (scaled) C. Returns the epilogue and the kernel's extra
+    operands (the maxima's buffer), or None (nothing changed) when a guard fails."""
     c = matmul.operands[2]
     if not is_fresh(c) or defining_op(c).block != matmul.block:
         return None
@@ -340,10 +340,11 @@ def fold_zero_fill(matmul: Operation, row_max: bool = False
     fill = next((o for o in reversed(ops[:at_mm]) if o.name not in _QUIET), None)
     if fill is None or not is_zero_fill(fill) or fill.operands[1] != c:
         return None
-    scale = None
+    allow_scale, scale = scale, None
     users = [u.owner.operation for u in c.uses]
     generics = [u for u in users if u.name == "linalg.generic"]
-    if len(users) == 3 and len(generics) == 1 and generics[0].block == matmul.block:
+    if allow_scale and len(users) == 3 and len(generics) == 1 and \
+            generics[0].block == matmul.block:
         generic = generics[0]
         scale = _scale_of(generic, c)
         d = generic.operands[1] if scale else None

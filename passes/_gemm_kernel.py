@@ -291,9 +291,11 @@ def _pack_rows_8x8(e: _Emitter, a_at: Callable[[str, str], str], m0: str, kc: st
 
 
 def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
-                split: Split | None = None) -> str:
+                split: Split | None = None, zero_start: bool = False) -> str:
     """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
     packing buffers at its end (otherwise the deallocation pipeline must run after).
+    `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
+    caller drops the zero fill), else `C += A @ B`.
 
     With `split`, `@name` runs `@name_body` over the split's items with
     `accel_parallel_for` (through `@name_entry`), and the module also declares that;
@@ -353,6 +355,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     np_ = e.op(f"arith.ceildivui {nc}, {e.c(t.nr)} : index")
     e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
     kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
+    first = e.cmp("eq", "%pc", c0)  # the first K block (zero_start: stores, not adds)
     kcp = e.round_up(kc, t.ku)
 
     # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside B ------------------
@@ -455,6 +458,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
                    f"{spec.c_type}")
     accs = [[f"%acc_{i}_{j}" for j in range(nvec)] for i in range(t.mr)]
     flat = [a for row in accs for a in row]
+    next_ir = e.op(f"arith.minsi {e.add('%ir', c1)}, {e.sub(mp, c1)} : index", "irn")
     results = e.fresh("r")
     inits = ", ".join(f"{a} = %zv" for a in flat)
     types = ", ".join([f32v] * len(flat))
@@ -462,6 +466,14 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
            f"iter_args({inits}) -> ({types}) {{")
     e.indent += 1
     cur = [row[:] for row in accs]
+    # The next row tile's A panel (MR x KCp floats, contiguous, in L2) is fetched while
+    # this one runs, at the same k offsets: a cache line per 16 floats, so the broadcasts
+    # of the next tile do not wait on L2 (1024^3 at 1 thread: 164 -> 176 GFLOP/s, 2048^3
+    # 168 -> 179; MKL 190-200 in the same runs).
+    for u in range(0, t.ku, max(1, 16 // t.mr)):
+        pu = e.add("%p", e.c(u)) if u else "%p"
+        e.emit(f"memref.prefetch %Ap[{next_ir}, {pu}, {e.c(0)}], read, locality<3>, data : "
+               f"{ap_t}")
     for u in range(t.ku):
         pu = e.add("%p", e.c(u)) if u else "%p"
         bs = [e.op(f"vector.load %Bp[%jr, {pu}, {e.c(j * t.vl)}] : {bp_t}, {f32v}", "b")
@@ -479,13 +491,44 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     full = e.op(f"arith.andi {mfull}, {nfull} : i1")
     e.emit(f"scf.if {full} {{")
     e.indent += 1
-    for i in range(t.mr):
-        mi = e.add(m0, e.c(i)) if i else m0
-        for j in range(nvec):
-            nj = e.add(n0, e.c(j * t.vl)) if j else n0
-            old = e.op(f"vector.load {c_at(mi, nj)}, {f32v}")
-            new = e.op(f"arith.addf {old}, {out[i][j]} : {f32v}")
-            e.emit(f"vector.store {new}, {c_at(mi, nj)}, {f32v}")
+
+    def write_full(add: bool) -> None:
+        for i in range(t.mr):
+            mi = e.add(m0, e.c(i)) if i else m0
+            for j in range(nvec):
+                nj = e.add(n0, e.c(j * t.vl)) if j else n0
+                new = out[i][j]
+                if add:
+                    old = e.op(f"vector.load {c_at(mi, nj)}, {f32v}")
+                    new = e.op(f"arith.addf {old}, {out[i][j]} : {f32v}")
+                e.emit(f"vector.store {new}, {c_at(mi, nj)}, {f32v}")
+
+    def write_edge(add: bool) -> None:
+        e.open_for("%i", c0, mv, c1)
+        e.open_for("%j", c0, nv, c1)
+        m = e.add(m0, "%i")
+        n = e.add(n0, "%j")
+        if add:
+            e.add_into(c_at(m, n), f"%Ct[%i, %j] : {ct_t}")
+        else:
+            e.emit(f"memref.store {e.op(f'memref.load %Ct[%i, %j] : {ct_t}')}, {c_at(m, n)}")
+        e.close()
+        e.close()
+
+    def first_or_rest(write: Callable[[bool], None]) -> None:
+        """With `zero_start`, the first K block stores C, the others add to it."""
+        if not zero_start:
+            write(True)
+            return
+        e.emit(f"scf.if {first} {{")
+        e.indent += 1
+        write(False)
+        e.close(" else {")
+        e.indent += 1
+        write(True)
+        e.close()
+
+    first_or_rest(write_full)
     e.close(" else {")
     e.indent += 1
     for i in range(t.mr):
@@ -493,13 +536,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
             e.emit(f"vector.store {out[i][j]}, %Ct[{e.c(i)}, {e.c(j * t.vl)}] : {ct_t}, {f32v}")
     mv = e.min(e.c(t.mr), e.sub(m_hi, m0))
     nv = e.min(e.c(t.nr), e.sub(n_hi, n0))
-    e.open_for("%i", c0, mv, c1)
-    e.open_for("%j", c0, nv, c1)
-    m = e.add(m0, "%i")
-    n = e.add(n0, "%j")
-    e.add_into(c_at(m, n), f"%Ct[%i, %j] : {ct_t}")
-    e.close()
-    e.close()
+    first_or_rest(write_edge)
     e.close()
     e.close()  # ir
     e.close()  # jr

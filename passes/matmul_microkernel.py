@@ -24,8 +24,9 @@ memrefs) and before the deallocation pipeline, which frees the packing buffers (
 `dealloc` when running it after that pipeline). Kernels of at least `parallel-min-flops`
 multiply-adds split their rows or columns across threads with `accel_parallel_for`
 (python/accel/host/parallel.py; the thread count is a runtime setting: 1 runs them
-serially). The kernel accumulates into C
-(`C += A @ B`), as `linalg.matmul` on memrefs does, so the preceding zero fill stays.
+serially). The kernel accumulates into C (`C += A @ B`), as `linalg.matmul` on memrefs
+does; where a zero fill of a fresh C comes right before the matmul, the fill goes and the
+kernel stores C in its first K block instead (`_z`, BLAS's beta = 0; `_gemm_epilogue.py`).
 
 Static f32 `linalg.conv_2d_nchw_fchw` (any strides/dilations; the input already padded,
 as torch-mlir emits it) whose GEMM passes the same thresholds becomes a call to a private
@@ -380,15 +381,16 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
     tiles, split = plan.tiles, plan.split
     name = _kernel_name(spec, tiles, split) + \
         ("_dc" if plan.copy_b else "_d" if plan.direct else "") + \
-        (epilogue.suffix if epilogue is not None and plan.direct else "")
+        (epilogue.suffix if epilogue is not None else "")
     if name in known:
         return name
     if plan.direct:
         _move_new_funcs(module, render_direct_gemm(spec, tiles, name, plan.copy_b, epilogue),
                         known)
         return name
-    assert epilogue is None, "only unpacked kernels start from zero"
-    text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split)
+    assert epilogue is None or epilogue == Epilogue(), "packed kernels only start from zero"
+    text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split,
+                       zero_start=epilogue is not None)
     if split is not None:  # every parallel kernel's text needs it to verify on its own
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
     _move_new_funcs(module, text, known)
@@ -464,10 +466,10 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
         spec = _fold_weight_transpose(op, spec)
     fold_additive_epilogue(op)
     direct = direct_min is not None
-    # BLAS's beta = 0 (and alpha) where the kernel stores all of C: no fill, no scale pass;
-    # attention's score tile also gets its row maxima from the kernel's registers.
-    folded = fold_zero_fill(op, row_max=not spec.batch) \
-        if _plan(module, spec, tiles, parallel_min, direct).direct else None
+    # BLAS's beta = 0: no zero fill (the kernel's first K block stores C). Unpacked kernels
+    # also take alpha (a constant scale) and attention's row maxima from their registers.
+    unpacked = _plan(module, spec, tiles, parallel_min, direct).direct
+    folded = fold_zero_fill(op, row_max=unpacked and not spec.batch, scale=unpacked)
     epilogue, extra = folded if folded else (None, [])
     name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min, direct, epilogue)
     replace_with_call(op, name, list(op.operands) + extra)

@@ -30,7 +30,9 @@
 // CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<8x64x6xf32>
 // The C tile's lines are prefetched (for writing) before the k loop that accumulates it.
 // CHECK:       memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}], write, locality<3>, data : memref<64x96xf32>
+// The next row tile's A panel is prefetched (for reading) inside the k loop.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:         memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], read, locality<3>, data : memref<8x64x6xf32>
 // CHECK:         vector.load
 // CHECK:         vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK:         vector.fma %{{.*}} : vector<8xf32>
@@ -275,4 +277,28 @@ func.func @conv_small(%x: memref<1x3x34x34xf32>, %w: memref<8x3x3x3xf32>, %o: me
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
     ins(%x, %w : memref<1x3x34x34xf32>, memref<8x3x3x3xf32>) outs(%o : memref<1x8x32x32xf32>)
   return
+}
+
+// -----
+
+// BLAS's beta = 0 for packed kernels: the zero fill before the matmul goes ("_z") and the
+// first K block (%pc == 0) stores its tiles where the others load, add and store.
+// CHECK-LABEL: func.func @zero_start
+// IM2COL-LABEL: func.func @zero_start
+// CHECK-NOT:   linalg.fill
+// CHECK:       call @[[K:accel_gemm_64x96x300_nn_[0-9a-f]+_z]](%arg0, %arg1, %{{.*}})
+// CHECK:       func.func private @[[K]](
+// CHECK:       scf.for %[[PC:.*]] = %c0 to %c300 step %c64
+// CHECK:       %[[FIRST:.*]] = arith.cmpi eq, %[[PC]], %c0
+// CHECK:       scf.if %[[FIRST]] {
+// CHECK-NEXT:    vector.store
+// CHECK:       } else {
+// CHECK-NEXT:    vector.load
+// CHECK-NEXT:    arith.addf
+func.func @zero_start(%a: memref<64x300xf32>, %b: memref<300x96xf32>) -> memref<64x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() {alignment = 64 : i64} : memref<64x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x96xf32>)
+  linalg.matmul ins(%a, %b : memref<64x300xf32>, memref<300x96xf32>) outs(%c : memref<64x96xf32>)
+  return %c : memref<64x96xf32>
 }

@@ -208,6 +208,36 @@ def test_score_tile_epilogue_matches_numpy(monkeypatch, m, n, k, options):
     assert np.isnan(maxima[m // 2]) and not np.isnan(np.delete(maxima, m // 2)).any()
 
 
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("options", ["kc=64 mc=48 nc=64 direct=false",
+                                     "kc=64 mc=48 nc=64 direct=false parallel-min-flops=0"])
+def test_packed_zero_start_matches_numpy(monkeypatch, accumulate, options):
+    """A packed kernel after a zero fill starts from zero (`_z`: its first K block stores
+    C, the fill goes); onto a C that holds values (`C_in + A @ B`) it adds in every block.
+    K spans five KC blocks, M and N end in partial tiles, serial and split across threads."""
+    _with_pass(monkeypatch, options)
+    m, n, k = 67, 75, 300
+    init = "%c" if accumulate else "%f"
+    source = f"""
+func.func @mm(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>, %c: tensor<{m}x{n}xf32>)
+    -> tensor<{m}x{n}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{m}x{n}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
+                     outs({init} : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  return %r : tensor<{m}x{n}xf32>
+}}"""
+    a, b, c = _rand(m, k), _rand(k, n), _rand(m, n) + 3.0
+    compiled, ir = _bufferized(source)
+    calls = re.findall(rf"call @(accel_gemm_{m}x{n}x{k}_nn_\w+)\(", ir)
+    assert calls and all(name.removesuffix("_body").endswith("_z") != accumulate
+                         for name in calls), calls
+    assert accumulate or "linalg.fill" not in ir.split("func.func private")[0]
+    expected = a.astype(np.float64) @ b + (c if accumulate else 0)
+    np.testing.assert_allclose(compiled.invoke("mm", a, b, c), expected, rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("residual", [False, True])
 def test_additive_epilogue_matches_numpy(monkeypatch, residual):
     """`C = 0; C += A @ B^T; D = C + X` (a bias row, or a full residual) runs as `C = X;
