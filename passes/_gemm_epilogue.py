@@ -1,5 +1,7 @@
-"""Additive epilogues of `accel-matmul-microkernel`: `C = 0; C += A @ B; D = C + X` becomes
-`C = X; C += A @ B` with D's uses on C.
+"""Epilogues of `accel-matmul-microkernel`: what happens to C around the kernel.
+
+Additive: `C = 0; C += A @ B; D = C + X` becomes `C = X; C += A @ B` with D's uses on C.
+Zero start (`fold_zero_fill`, below): `C = 0; C += A @ B` needs no fill.
 
 Why: nn.Linear's bias (and a residual added to a projection) is one more pass over the
 whole output after the GEMM: read C, read X, write D, a fresh buffer that page-faults in
@@ -56,15 +58,20 @@ def is_fresh(value: ir.Value) -> bool:
     return owner is not None and owner.name == "memref.alloc"
 
 
-def is_zero_fill(op: Operation) -> bool:
-    """`op` is a `linalg.fill` of a float constant equal to zero (+0.0 or -0.0)."""
+def fill_value(op: Operation) -> float | None:
+    """The float constant `op` fills with, when it is a `linalg.fill` of one, else None."""
     if op.name != "linalg.fill":
-        return False
+        return None
     const = defining_op(op.operands[0])
     if const is None or const.name != "arith.constant":
-        return False
+        return None
     attr = const.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+def is_zero_fill(op: Operation) -> bool:
+    """`op` is a `linalg.fill` of a float constant equal to zero (+0.0 or -0.0)."""
+    return fill_value(op) == 0.0
 
 
 def _addf_of(generic: Operation, c_index: int) -> int | None:
@@ -166,8 +173,9 @@ def _emit_copy(before: Operation, x: ir.Value, x_map: ir.Attribute, c: ir.Value,
 
 @dataclass(frozen=True)
 class Epilogue:
-    """What an unpacked kernel does around its accumulators (`fold_zero_fill`): start
-    them at zero instead of loading C, then apply `scale` (`mulf`/`divf` by an f32)."""
+    """What a kernel does around its accumulators (`fold_zero_fill`): start them at zero
+    instead of loading C (packed kernels: store C in the first K block) and, unpacked
+    kernels only, apply a scale (`mulf`/`divf` by an f32) and write the row maxima."""
 
     scale_op: str | None = None  # "arith.mulf" or "arith.divf"
     scale_bits: int = 0  # the f32 constant's bit pattern
@@ -243,16 +251,6 @@ def _at(block_ops: list[Operation], op: Operation) -> int:
         op = parent
 
 
-def _is_neg_inf_fill(op: Operation) -> bool:
-    if op.name != "linalg.fill":
-        return False
-    const = defining_op(op.operands[0])
-    if const is None or const.name != "arith.constant":
-        return False
-    attr = const.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == float("-inf")
-
-
 #: Maximum ops a row reduction may use: both are commutative and associative (maximumf
 #: propagates NaN and orders -0 < +0; maxnumf drops NaN and may return either zero), so
 #: the kernel's order of evaluation gives what the loop would.
@@ -315,7 +313,7 @@ def _fold_row_max(matmul: Operation, c: ir.Value, ops: list[Operation]
         return None
     m_users = [u.owner.operation for u in m.uses if u.owner.operation != generic]
     fills = [u for u in m_users if _at(ops, u) < at_gen]
-    if len(fills) != 1 or not _is_neg_inf_fill(fills[0]) or fills[0].block != matmul.block:
+    if len(fills) != 1 or fill_value(fills[0]) != float("-inf") or fills[0].block != matmul.block:
         return None
     fills[0].erase()
     generic.erase()

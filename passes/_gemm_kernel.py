@@ -468,8 +468,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     cur = [row[:] for row in accs]
     # The next row tile's A panel (MR x KCp floats, contiguous, in L2) is fetched while
     # this one runs, at the same k offsets: a cache line per 16 floats, so the broadcasts
-    # of the next tile do not wait on L2 (1024^3 at 1 thread: 164 -> 176 GFLOP/s, 2048^3
-    # 168 -> 179; MKL 190-200 in the same runs).
+    # of the next tile do not wait on L2 (with the zero start, 1024^3 at 1 thread 174 ->
+    # 183 GFLOP/s, 2048^3 176 -> 193; docs/cpu-codegen.md).
     for u in range(0, t.ku, max(1, 16 // t.mr)):
         pu = e.add("%p", e.c(u)) if u else "%p"
         e.emit(f"memref.prefetch %Ap[{next_ir}, {pu}, {e.c(0)}], read, locality<3>, data : "

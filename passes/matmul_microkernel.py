@@ -376,7 +376,8 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
                 epilogue: Epilogue | None = None) -> str:
     """The kernel's symbol, adding its private functions to `module` on first use (and the
     declaration of `accel_parallel_for` when it runs in parallel), as `_plan` chooses it.
-    An `epilogue` (unpacked kernels only) starts from zero and may scale (`fold_zero_fill`)."""
+    An `epilogue` (`fold_zero_fill`) starts from zero; on unpacked kernels it may also
+    scale and write row maxima, packed ones take only the zero start (`Epilogue()`)."""
     plan = _plan(module, spec, tiles, parallel_min, direct)
     tiles, split = plan.tiles, plan.split
     name = _kernel_name(spec, tiles, split) + \
