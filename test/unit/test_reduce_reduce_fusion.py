@@ -285,3 +285,40 @@ def test_large_tiles_use_the_gemm_kernel(fn: Callable[..., torch.Tensor],
     assert "_d(" in bufferized or "_dc(" in bufferized
     with torch.no_grad():
         torch.testing.assert_close(compiled(*inputs), fn(*inputs), rtol=RTOL, atol=ATOL)
+
+
+def test_exp_nonpositive_is_within_one_ulp() -> None:
+    """The fused attention's exp(s - m) is an inline polynomial (`exp_nonpositive`), not a
+    libm/libmvec call: over [-88, 0] it is within 1 ulp of exp (float64 truth), exact at
+    0, and gives 0 below the normal range and for -inf, NaN for NaN."""
+    from accel.passes._attention_template import exp_nonpositive
+
+    n = 1 << 18
+    body = "\n".join("    " + line for line in exp_nonpositive("%a"))
+    source = f"""
+func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %e = tensor.empty() : tensor<{n}xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                        iterator_types = ["parallel"]}}
+      ins(%x : tensor<{n}xf32>) outs(%e : tensor<{n}xf32>) {{
+  ^bb0(%a: f32, %o: f32):
+{body}
+    linalg.yield %xe_res : f32
+  }} -> tensor<{n}xf32>
+  return %r : tensor<{n}xf32>
+}}"""
+    compiled = accel.compile_mlir(source, {"cache": False})
+    rng = np.random.default_rng(0)
+    x = np.concatenate([-rng.uniform(0, 88, n // 2),
+                        -rng.exponential(1.0, n // 2)]).astype(np.float32)
+    special = [0.0, -0.0, -1e-30, -87.33, -87.34, -200.0, -np.inf, np.nan]
+    x[:len(special)] = special
+    got = np.asarray(compiled["main"](x)).astype(np.float64)
+    truth = np.exp(x.astype(np.float64))
+    normal = ~np.isnan(x) & (truth >= np.finfo(np.float32).tiny)
+    ulps = np.abs(got[normal] - truth[normal]) / \
+        np.spacing(truth[normal].astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 1.0, ulps.max()
+    assert got[0] == 1.0 and got[1] == 1.0 and got[2] == 1.0
+    assert got[5] == 0.0 and got[6] == 0.0 and np.isnan(got[7])
+    assert np.all(np.abs(got[~normal & ~np.isnan(x)] - truth[~normal & ~np.isnan(x)]) < 1.2e-38)
