@@ -41,7 +41,12 @@ everything the CPU pipeline produces:
 3. Repeated accumulations: MLIR's fusion keeps a producer nest it cannot remove and
    recomputes its slice in the consumer, which for a read-modify-write reduction adds it
    twice. Buffers are tagged before fusion; a function in which some buffer is accumulated
-   by more nests afterwards than before keeps its unfused form.
+   by more nests afterwards than before keeps its unfused form. Likewise within one nest:
+   it may put an accumulating producer inside a consumer loop that does not pick the
+   element it updates (a T5 decoder step's attention output, fused into the output
+   projection's loops, was summed once per output column). Each accumulating store's
+   `repetitions` (the trip counts of its enclosing loops that choose no element) may not
+   grow.
 4. Partial producers: fusion may remove a producer nest after computing, inside one
    consumer, only the slice that consumer reads, while other nests read the rest of the
    buffer (a QKV projection read as three column ranges). A function in which fusion
@@ -441,6 +446,70 @@ def _is_accumulation(store: Operation) -> bool:
     return False
 
 
+def _ivs_reaching(values: list[ir.Value]) -> set[int]:
+    """Hashes of the loop induction variables `values` are computed from (through
+    `affine.apply`s and other pure ops in the function)."""
+    found: set[int] = set()
+    frontier = list(values)
+    seen: set[int] = set()
+    while frontier:
+        value = frontier.pop()
+        if hash(value) in seen:
+            continue
+        seen.add(hash(value))
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            found.add(hash(value))
+            continue
+        op = owner.operation
+        if op.name in ("affine.apply", "affine.min", "affine.max", "arith.index_cast",
+                       "arith.addi", "arith.muli", "arith.subi"):
+            frontier += list(op.operands)
+    return found
+
+
+def _trip_count(loop: Operation) -> int:
+    """The constant trip count of an `affine.for` (1 where its bounds are not constants)."""
+    lo, hi = (ir.AffineMapAttr(loop.attributes[k]).value
+              for k in ("lowerBoundMap", "upperBoundMap"))
+    step = ir.IntegerAttr(loop.attributes["step"]).value
+    if lo.n_inputs or hi.n_inputs or len(lo.results) != 1 or len(hi.results) != 1:
+        return 1
+    try:
+        low, high = (int(str(m.results[0])) for m in (lo, hi))
+    except ValueError:
+        return 1
+    return max(0, -(-(high - low) // step))
+
+
+def repetitions(store: Operation) -> int:
+    """How often an accumulating store runs per element it updates: the product of the
+    trip counts of its enclosing loops that take no part in choosing the element (their
+    variable reaches neither its indices nor the bounds of a loop whose variable does).
+    A reduction's own loops count; fusion must not add to them."""
+    loops = []
+    op = store.parent
+    while op is not None and op.name == "affine.for":
+        loops.append(op)
+        op = op.parent
+    used = _ivs_reaching(list(store.operands)[2:])
+    changed = True
+    while changed:  # a loop that picks the element makes its bounds' variables count too
+        changed = False
+        for loop in loops:
+            iv = loop.regions[0].blocks[0].arguments[0]
+            if hash(iv) in used:
+                more = _ivs_reaching(list(loop.operands)) - used
+                if more:
+                    used |= more
+                    changed = True
+    count = 1
+    for loop in loops:
+        if hash(loop.regions[0].blocks[0].arguments[0]) not in used:
+            count *= _trip_count(loop)
+    return count
+
+
 def accumulations(func: Operation) -> dict[tuple[str, object], int]:
     """How many top-level nests accumulate into (load, update, store back) each buffer."""
     counts: dict[tuple[str, object], int] = {}
@@ -450,6 +519,16 @@ def accumulations(func: Operation) -> dict[tuple[str, object], int]:
         for key in keys - {None}:
             counts[key] = counts.get(key, 0) + 1  # type: ignore[index]
     return counts
+
+
+def accumulation_repeats(func: Operation) -> dict[tuple[str, object], int]:
+    """Per buffer, the most `repetitions` of any store accumulating into it."""
+    most: dict[tuple[str, object], int] = {}
+    for store in ops_named(func, ("affine.store",)):
+        key = _buffer_key(store.operands[1])
+        if key is not None and _is_accumulation(store):
+            most[key] = max(most.get(key, 0), repetitions(store))
+    return most
 
 
 def _replace_functions(module: Operation, funcs: list[Operation], fused_text: str, *,
@@ -474,6 +553,12 @@ def _replace_functions(module: Operation, funcs: list[Operation], fused_text: st
         if check:
             before, after = accumulations(func), accumulations(new)
             blamed = {key for key, n in after.items() if n > before.get(key, 0)}
+            # ... and within one nest: a producer's accumulation recomputed inside a
+            # consumer loop that does not pick its element (a T5 decoder step's attention
+            # output summed 32 times over, once per output column of the projection).
+            reps_before, reps_after = accumulation_repeats(func), accumulation_repeats(new)
+            blamed |= {key for key, n in reps_after.items()
+                       if key in reps_before and n > reps_before[key]}
             # guard 4: a buffer left partly computed (_fusion_slices.py)
             blamed |= partial_reads(new, _local_key) - partial_reads(func, _local_key)
             if blamed:
