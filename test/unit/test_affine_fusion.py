@@ -187,7 +187,6 @@ def test_t5_decoder_part_fuses_to_the_same_results() -> None:
     import pathlib
 
     import numpy as np
-
     from accel.context import make_context
     from accel.pipeline import run_pipeline
     from accel.safe_parse import parse_module
