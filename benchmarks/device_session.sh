@@ -5,7 +5,8 @@
 #   2. benchmarks/gpu.py (accel vs eager, cuBLAS/SDPA and inductor, CUDA events);
 #   3. compute-sanitizer memcheck over the matmul and attention kernels;
 #   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1);
-#   5. the training steps of benchmarks/training.py there (MLP and CNN+BN, all cores and 1).
+#   5. the training steps of benchmarks/training.py there (MLP, CNN+BN and ResNet-18, all
+#      cores and 1).
 # Each stage has a share of one deadline, so a slow stage cannot starve the rest, and every
 # stage writes its results under $OUT as it goes. Run from the project root on the machine:
 #   source .device/setup.sh && bash benchmarks/device_session.sh [SECONDS]
@@ -32,10 +33,16 @@ stage "pytest -m gpu" 120 python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -
 stage "benchmarks/gpu.py" 100 python3 benchmarks/gpu.py --iters 10 --json "$out/gpu.json"
 stage "compute-sanitizer" 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
   -k compute_sanitizer test/unit/test_nvgpu.py
+# inductor last: its compiles took the whole stage on the 16-core machine (2026-11-27), so
+# accel and onnxruntime never ran.
 stage "cpu benchmarks" 150 python3 benchmarks/run.py --quick \
-  --frameworks torch inductor onnxruntime accel --threads "$(nproc)" 1 \
+  --frameworks torch onnxruntime accel inductor --threads "$(nproc)" 1 \
   --workloads matmul_1024 conv2d_3x3 mlp_b64 attention resnet18 \
   --worker-timeout 90 --json "$out/cpu.json"
-stage "training benchmarks" 100 python3 benchmarks/training.py --models mlp cnn \
-  --frameworks eager accel --threads "$(nproc)" 1 --seconds 0.5 --json "$out/training.json"
+# One run per thread count, so a timeout loses one JSON, not both (ResNet-18's step
+# compiles in ~45 s there).
+stage "training, all cores" 90 python3 benchmarks/training.py --models mlp cnn resnet18 \
+  --frameworks eager accel --threads "$(nproc)" --seconds 0.5 --json "$out/training.json"
+stage "training, 1 thread" 90 python3 benchmarks/training.py --models mlp cnn resnet18 \
+  --frameworks eager accel --threads 1 --seconds 0.5 --json "$out/training1.json"
 echo "== done at +$(( $(date +%s) - start ))s"
