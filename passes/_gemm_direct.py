@@ -183,9 +183,9 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
     if row_max:  # every row's running maximum as one vector, from -inf
         head += [f"    %ninf = arith.constant dense<0xFF800000> : {vt}",
                  f"    %RM = memref.alloca() {{alignment = 64 : i64}} : {rm_t}"]
-        init = [f"    scf.for %ri = %c0 to %c{rows_padded} step %c1 {{",
-                f"      vector.store %ninf, %RM[%ri, %c0] : {rm_t}, {vt}", "    }"]
-        e.c(0), e.c(1), e.c(rows_padded)
+        z, one, end = e.c(0), e.c(1), e.c(rows_padded)
+        rm_init = [f"    scf.for %ri = {z} to {end} step {one} {{",
+                   f"      vector.store %ninf, %RM[%ri, {z}] : {rm_t}, {vt}", "    }"]
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
     if copy_b:
         head.append(f"    %Bp = memref.alloca() {{alignment = 64 : i64}} : {bp_t}")
@@ -194,7 +194,7 @@ def render_direct_gemm(spec: GemmSpec, tiles: Tiles, name: str, copy_b: bool = F
     head += [f"    {m} = vector.constant_mask [{lanes}] : vector<{t.vl}xi1>"
              for lanes, m in sorted(masks.items())]
     if row_max:
-        head += init
+        head += rm_init
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
 

@@ -45,6 +45,7 @@ import struct
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes._affine import base_buffer
 from accel.passes.base import defining_op
 
 #: Ops that write no buffer the epilogue's X could be (views alias but do not write).
@@ -197,19 +198,6 @@ class Epilogue:
         return f"0x{self.scale_bits:08X}"
 
 
-_VIEWS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
-          "memref.reinterpret_cast")
-
-
-def _root(value: ir.Value) -> ir.Value:
-    """The buffer a chain of views starts from."""
-    owner = defining_op(value)
-    while owner is not None and owner.name in _VIEWS:
-        value = owner.operands[0]
-        owner = defining_op(value)
-    return value
-
-
 def _scale_of(generic: Operation, c: ir.Value) -> tuple[str, int] | None:
     """(op, f32 bits) when `generic` is `D = C * s`, `s * C` or `C / s` with s an f32
     `arith.constant`, elementwise with identity maps; else None."""
@@ -331,36 +319,36 @@ def fold_zero_fill(matmul: Operation, row_max: bool = False, scale: bool = True
     c = matmul.operands[2]
     if not is_fresh(c) or defining_op(c).block != matmul.block:
         return None
-    if any(_root(x) == c for x in list(matmul.operands)[:2]):
+    if any(base_buffer(x) == c for x in list(matmul.operands)[:2]):
         return None
     ops = [o.operation for o in matmul.block.operations]
     at_mm = position(ops, matmul)
     fill = next((o for o in reversed(ops[:at_mm]) if o.name not in _QUIET), None)
     if fill is None or not is_zero_fill(fill) or fill.operands[1] != c:
         return None
-    allow_scale, scale = scale, None
+    folded = None  # (op, f32 bits) of the scale folded into the kernel
     users = [u.owner.operation for u in c.uses]
     generics = [u for u in users if u.name == "linalg.generic"]
-    if allow_scale and len(users) == 3 and len(generics) == 1 and \
+    if scale and len(users) == 3 and len(generics) == 1 and \
             generics[0].block == matmul.block:
         generic = generics[0]
-        scale = _scale_of(generic, c)
-        d = generic.operands[1] if scale else None
+        folded = _scale_of(generic, c)
+        d = generic.operands[1] if folded else None
         if d is not None and (d.type != c.type or not is_fresh(d) or any(
                 _at(ops, u.owner.operation) < position(ops, generic)
                 for u in d.uses if u.owner.operation != generic)):
-            scale = None
-        if scale is not None and position(ops, generic) > at_mm:
+            folded = None
+        if folded is not None and position(ops, generic) > at_mm:
             d_alloc = defining_op(d)
             generic.erase()
             d.replace_all_uses_with(c)
             d_alloc.erase()
         else:
-            scale = None
+            folded = None
     fill.erase()
     ops = [o.operation for o in matmul.block.operations]
     found = _fold_row_max(matmul, c, ops) if row_max else None
-    scale_op, bits = scale if scale else (None, 0)
+    scale_op, bits = folded if folded else (None, 0)
     if found is None:
         return Epilogue(scale_op, bits), []
     return Epilogue(scale_op, bits, found[1]), [found[0]]

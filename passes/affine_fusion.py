@@ -71,7 +71,7 @@ from typing import Literal
 
 from accel.ir import InsertionPoint, Module, Operation, dialects, ir
 from accel.isolation import IsolatedFailure, run_pipeline_isolated
-from accel.passes._affine import VIEW_OPS
+from accel.passes._affine import VIEW_OPS, trip_count
 from accel.passes._fusion_calls import (
     add_call_proxies,
     is_proxy,
@@ -468,20 +468,6 @@ def _ivs_reaching(values: list[ir.Value]) -> set[int]:
     return found
 
 
-def _trip_count(loop: Operation) -> int:
-    """The constant trip count of an `affine.for` (1 where its bounds are not constants)."""
-    lo, hi = (ir.AffineMapAttr(loop.attributes[k]).value
-              for k in ("lowerBoundMap", "upperBoundMap"))
-    step = ir.IntegerAttr(loop.attributes["step"]).value
-    if lo.n_inputs or hi.n_inputs or len(lo.results) != 1 or len(hi.results) != 1:
-        return 1
-    try:
-        low, high = (int(str(m.results[0])) for m in (lo, hi))
-    except ValueError:
-        return 1
-    return max(0, -(-(high - low) // step))
-
-
 def repetitions(store: Operation) -> int:
     """How often an accumulating store runs per element it updates: the product of the
     trip counts of its enclosing loops that take no part in choosing the element (their
@@ -506,7 +492,8 @@ def repetitions(store: Operation) -> int:
     count = 1
     for loop in loops:
         if hash(loop.regions[0].blocks[0].arguments[0]) not in used:
-            count *= _trip_count(loop)
+            trips = trip_count(loop)
+            count *= 1 if trips is None else trips  # non-constant bounds count once
     return count
 
 

@@ -373,12 +373,13 @@ def _plan(module: Operation, spec: GemmSpec, tiles: Tiles, parallel_min: int | N
 
 def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
                 known: set[str], parallel_min: int | None = None, direct: bool = False,
-                epilogue: Epilogue | None = None) -> str:
+                epilogue: Epilogue | None = None, plan: _Plan | None = None) -> str:
     """The kernel's symbol, adding its private functions to `module` on first use (and the
     declaration of `accel_parallel_for` when it runs in parallel), as `_plan` chooses it.
     An `epilogue` (`fold_zero_fill`) starts from zero; on unpacked kernels it may also
     scale and write row maxima, packed ones take only the zero start (`Epilogue()`)."""
-    plan = _plan(module, spec, tiles, parallel_min, direct)
+    if plan is None:  # `plan`: what `_plan` gave the caller for these same arguments
+        plan = _plan(module, spec, tiles, parallel_min, direct)
     tiles, split = plan.tiles, plan.split
     name = _kernel_name(spec, tiles, split) + \
         ("_dc" if plan.copy_b else "_d" if plan.direct else "") + \
@@ -469,10 +470,11 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     direct = direct_min is not None
     # BLAS's beta = 0: no zero fill (the kernel's first K block stores C). Unpacked kernels
     # also take alpha (a constant scale) and attention's row maxima from their registers.
-    unpacked = _plan(module, spec, tiles, parallel_min, direct).direct
-    folded = fold_zero_fill(op, row_max=unpacked and not spec.batch, scale=unpacked)
+    plan = _plan(module, spec, tiles, parallel_min, direct)
+    folded = fold_zero_fill(op, row_max=plan.direct and not spec.batch, scale=plan.direct)
     epilogue, extra = folded if folded else (None, [])
-    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min, direct, epilogue)
+    name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min, direct, epilogue,
+                       plan)
     replace_with_call(op, name, list(op.operands) + extra)
     return True
 
