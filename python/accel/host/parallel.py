@@ -5,14 +5,16 @@
 
 runs `body` over [0, n) split into T contiguous chunks, T = min(accel_num_threads, n):
 chunk 0 on the calling thread, chunks 1..T-1 on PyTorch's OpenMP threads when the JIT
-process has OpenMP loaded (`openmp.py`: `GOMP_parallel`, and why), else on the workers of a
-persistent pool (`parallel_ir.py`: its protocol, and why). With T = 1 it calls `body(ctx, 0, n)` and
-wakes no worker. A caller that finds the pool in use (another thread's call, or a
-parallel body's own parallel loop) runs fork-join instead: threads made with
-`pthread_create` and joined before it returns; a failed `pthread_create` runs that chunk
-on the calling thread. `ACCEL_THREAD_POOL=0` (read when the runtime is compiled: once per
-process in the JIT, at build time for AOT libraries) makes every call fork-join;
-`ACCEL_THREAD_POOL=accel` keeps the pool even with OpenMP loaded.
+process has OpenMP loaded (`openmp.py`: `GOMP_parallel`, and why; the team is always
+`accel_num_threads` strong, as libgomp ends the threads a smaller team leaves out), else
+on the workers of a persistent pool (`parallel_ir.py`: its protocol, and why). With T = 1
+it calls `body(ctx, 0, n)` and wakes no worker. A caller that finds the pool in use
+(another thread's call, or a parallel body's own parallel loop) runs fork-join instead:
+threads made with `pthread_create` and joined before it returns; a failed
+`pthread_create` runs that chunk on the calling thread. `ACCEL_THREAD_POOL=0` (read when
+the runtime is compiled: once per process in the JIT, at build time for AOT libraries)
+makes every call fork-join; `ACCEL_THREAD_POOL=accel` keeps the pool even with OpenMP
+loaded.
 
 Idle workers spin for `parallel_ir.SPIN_NS` (200 us) after a call, then sleep on a
 condition variable. So between calls accel holds no core for long, and cannot starve the
@@ -261,8 +263,12 @@ omp:                                    ; the process's OpenMP threads (accel.ho
   store i64 %t, ptr %ft
   %fcell = getelementptr inbounds %accel.omp_frame, ptr %frame, i64 0, i32 4
   store ptr %cell, ptr %fcell
-  %t32u = trunc i64 %t to i32
-  call void %gomp(ptr @accel_omp_chunks, ptr %frame, i32 %t32u, i32 0)
+  ; The team is always the configured count, whatever `t`: libgomp ends the pool threads a
+  ; smaller team leaves out and starts new ones for the next larger team, so a 3-item loop
+  ; between two 16-item ones cost 13 thread exits and 13 pthread_creates (ATen's loops also
+  ; keep the full team). Threads past `t` have no chunk and only pass the barrier.
+  %team = trunc i64 %tcap to i32
+  call void %gomp(ptr @accel_omp_chunks, ptr %frame, i32 %team, i32 0)
   br label %check
 
 try_pool:

@@ -1,0 +1,27 @@
+"""benchmarks/conv_scaling.py runs a layer end to end: compiles it, checks accel against
+eager, times each framework per thread count and writes the JSON the docs quote."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import conv_scaling  # noqa: E402
+
+
+def test_one_layer_record(tmp_path, monkeypatch) -> None:
+    out = tmp_path / "scaling.json"
+    monkeypatch.setattr(sys, "argv", [
+        "conv_scaling.py", "--layers", "l4_1x1s2_512", "--threads", "2", "1",
+        "--seconds", "0.01", "--frameworks", "accel", "eager", "--json", str(out)])
+    conv_scaling.main()
+    record = json.loads(out.read_text())
+    assert record["threads"] == [2, 1] and record["host"]["isa"]
+    layer = record["results"]["l4_1x1s2_512"]
+    assert layer["count"] == 1
+    assert layer["max_abs_err"] < 1e-3  # conv + BatchNorm + ReLU against eager, fp32
+    for threads in ("2", "1"):
+        assert set(layer["ms"][threads]) == {"accel", "eager"}
+        assert all(ms > 0 for ms in layer["ms"][threads].values())
