@@ -21,8 +21,8 @@ iteration forks and joins). L fires only when all of this holds:
 * Static shape: L has constant bounds and no `iter_args`, runs at least twice, and its
   static work (trip counts x body ops; nested loops have constant bounds or, when tiled,
   a constant bound on ub - lb) is at least
-  `min-work` (default `MIN_WORK` = 2^18): below it a fork-join costs more than it saves.
-  L then runs as `work / chunk-work` items (`CHUNK_WORK` = 2^17; 2 to trips), each a
+  `min-work` (default `MIN_WORK` = 2^16): below it a fork-join costs more than it saves.
+  L then runs as `work / chunk-work` items (`CHUNK_WORK` = 2^15; 2 to trips), each a
   contiguous run of iterations: no more threads start than there are items.
 * Known effects: everything inside L is `arith`, `math`, `index`, `complex` or the affine
   ops `for`/`if`/`yield`/`apply`/`min`/`max`/`load`/`store` (no calls, no `memref.load`,
@@ -90,13 +90,18 @@ from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 #: Since the parallel loops run on PyTorch's OpenMP threads when torch is loaded (a fork-join
 #: of a few us) and items follow the work (CHUNK_WORK), 2^18: a small CNN's train step
 #: 0.63x -> 0.73x eager at 2 threads, unchanged at 1, the MLPs unchanged (docs/cpu-codegen.md).
-MIN_WORK = 1 << 18
+#: Since a loop of fewer items keeps the full OpenMP team (no thread restarts), 2^16 with
+#: CHUNK_WORK 2^15: on a 16-core Xeon at 16 threads ResNet-18 inference 8.48 -> 7.03 ms
+#: (2^14: 7.31) and the CNN+BN train step 3.18 -> 2.98 ms (2^14: 3.37), as the zero fills
+#: of padded inputs and the BatchNorm nests of the late layers went parallel; the 2-core
+#: host unchanged within noise (docs/benchmarks.md, session 15).
+MIN_WORK = 1 << 16
 
 #: Smallest work of one item the runtime hands a thread: a loop of `w` work runs as
 #: min(trips, w // CHUNK_WORK) items (at least 2), and the runtime starts no more threads than
 #: items. A small loop then uses a few threads on a many-core machine instead of waking all
 #: of them for a few microseconds of work each (PyTorch's `at::parallel_for` grain size).
-CHUNK_WORK = 1 << 17
+CHUNK_WORK = 1 << 15
 
 #: Most bytes of private `memref.alloca` buffers per body call (they move from the calling
 #: thread's stack to each worker's).

@@ -121,24 +121,24 @@ def test_small_nests_stay_serial() -> None:
     assert "accel_parallel_for" not in ir
     fn, ir = _compile(AddRelu(), _rand(1000), _rand(1000, seed=1))
     assert "accel_parallel_for" not in ir
-    fn, ir = _compile(AddRelu(), _rand(1 << 15), _rand(1 << 15, seed=1))
-    assert "accel_parallel_for" not in ir  # 2^17 body ops: below the default 2^18
-    fn, _ = _compile(AddRelu(), _rand(1 << 17), _rand(1 << 17, seed=1))
+    fn, ir = _compile(AddRelu(), _rand(1 << 13), _rand(1 << 13, seed=1))
+    assert "accel_parallel_for" not in ir  # 6 * 2^13 body ops: below the default 2^16
+    fn, _ = _compile(AddRelu(), _rand(1 << 15), _rand(1 << 15, seed=1))
     assert "accel_parallel_for" in fn.compiled.llvm_ir  # the LLVM IR calls the runtime
 
 
 def test_items_follow_the_work(threads) -> None:
     """A loop runs as work / CHUNK_WORK items (the runtime starts at most one thread per
-    item): AddRelu over 2^17 elements (6 body ops each: two loads, add, compare, select,
-    store) is 6 items of 2^17 ops, each a run of elements, not 2^17 items; every element
-    is computed once at 1, 2 and 3 threads (6 items over 3 threads, 2^17 over 6)."""
+    item): AddRelu over 2^15 elements (6 body ops each: two loads, add, compare, select,
+    store) is 6 items of 2^15 ops, each a run of elements, not 2^15 items; every element
+    is computed once at 1, 2 and 3 threads (6 items over 3 threads, 2^15 over 6)."""
     from accel.passes.parallelize_loops import CHUNK_WORK, chunk_count
 
-    assert chunk_count(1 << 17, 1 << 19, CHUNK_WORK) == 4
+    assert chunk_count(1 << 17, 1 << 17, CHUNK_WORK) == 4
     assert chunk_count(3, 1 << 30, CHUNK_WORK) == 3  # never more items than iterations
-    assert chunk_count(100, 1 << 17, CHUNK_WORK) == 2  # at least two
+    assert chunk_count(100, 1 << 15, CHUNK_WORK) == 2  # at least two
     assert chunk_count(100, 1 << 30, 0) == 100  # chunk-work=0: one per iteration
-    a, b = _rand(1 << 17), _rand(1 << 17, seed=1)
+    a, b = _rand(1 << 15), _rand(1 << 15, seed=1)
     fn, _ = _compile(AddRelu(), a, b)
     assert re.search(r"call void @accel_parallel_for\(ptr @main_par0_entry, ptr %\d+, i64 6\)",
                      fn.compiled.llvm_ir)
