@@ -7,6 +7,7 @@ padded, NCHW; W FCHW; O NFHW), without im2col:
     for n, fb in 0..F/FB, group of TG tiles:              P = OH*OW output positions
       (fb outer, n inner on small maps: `filter_major`)
       if first group (or first item): Wp[C][KH*KW][FB] = W[fb*FB:+FB] (zero past F)
+        (shared panel: P[fb] instead, packed before the items by @name_pack)
      [for each block of CB input channels (CHANNEL_BLOCK_BYTES; off by default):]
      for t in the group's tiles (PT positions each):
       p0 = min(t*PT, P - PT)                              the last tile overlaps
@@ -25,7 +26,9 @@ output size, stride and dilation runs full vectors: positions are the flattened 
 the input read per position is a scalar broadcast. The write-back is scalar, PT*FB adds
 per C*KH*KW*FV*PT vector FMAs. Items (image, filter block, group of tiles; about ITEMS of
 them) run across threads with `parallel` (`accel_parallel_for` through `@name_entry`,
-`@name_body`); each body call packs a filter block's weights into its own panel.
+`@name_body`); each body call packs a filter block's weights into its own panel, or, for
+large filter blocks when the threads outnumber the blocks, reads them from a panel of all
+blocks the caller passes and `@name_pack` fills first, in parallel (`render_direct_conv`).
 """
 
 from __future__ import annotations
@@ -99,6 +102,68 @@ ITEMS = 64
 #: runtime starts at most one thread per item, so a small conv wakes a few threads on a
 #: many-core machine, each with ~5-10 us of work (`_gemm_kernel.ITEM_FLOOR_MACS`).
 ITEM_FLOOR_MACS = 1 << 19
+
+
+#: Most panel rows one item of the shared pack copies (`pack_rows`): 576 = 64 channels of a
+#: 3x3 window, 64 x 576 floats (147 KB) per item for a 64-filter block.
+PACK_ROWS = 576
+#: Whether parallel direct convs pack into the shared panel when threads outnumber filter
+#: blocks (False: never; for measurements).
+SHARED_PANEL = True
+#: Smallest filter block (KH*KW*C*FB floats) packed into the shared panel. Measured per
+#: layer at 16 threads on a 16-core Xeon (shared against per-thread): ResNet-18's 512-channel
+#: 3x3 layer (295K floats a block, 8 blocks) 0.63 vs 0.96 ms, but its 147K-float blocks
+#: slower shared: the 256-channel 3x3 (4 blocks) 0.41 vs 0.33 ms, the stride-2 512-filter
+#: one (8 blocks) 0.27 vs 0.21 ms. Below this, a thread packs its block faster than the
+#: extra fork-join and the reads of a panel another core packed cost.
+SHARED_MIN_FLOATS = 1 << 18
+#: The runtime's thread count (python/accel/host/parallel.py), read to choose the shared panel.
+NUM_THREADS_DECL = "llvm.mlir.global external @accel_num_threads() {addr_space = 0 : i32} : i32"
+
+
+def shares_panel(spec: ConvSpec, tile: ConvTile) -> bool:
+    """Whether a parallel direct conv of this shape takes the shared panel
+    (`render_direct_conv`)."""
+    return SHARED_PANEL and spec.c * spec.kh * spec.kw * tile.fb >= SHARED_MIN_FLOATS
+
+
+def panel_type(spec: ConvSpec, tile: ConvTile) -> str:
+    """The shared panel a parallel direct conv takes: every filter block packed."""
+    return f"memref<{_ceil(spec.f, tile.fb)}x{spec.c * spec.kh * spec.kw}x{tile.fb}xf32>"
+
+
+def _render_shared_pack(s: ConvSpec, t: ConvTile, name: str) -> list[str]:
+    """`@name_pack(%Wt, %P, lo, hi)`: items [lo, hi) of (filter block, run of `pack_rows`
+    panel rows), each `P[fb, r, f] = W[fb*FB + f, r]` (zero past F)."""
+    k_rows = s.c * s.kh * s.kw
+    rows = pack_rows(s)
+    runs = k_rows // rows
+    w_t = s.types()[1]
+    wf_t = f"memref<{s.f}x{k_rows}xf32>"
+    pd_t = f"memref<?x{k_rows}x{t.fb}xf32>"
+    pv_t = f"memref<{k_rows}x{t.fb}xf32, strided<[{t.fb}, 1], offset: ?>>"
+    b = _Emitter()
+    c0, c1 = b.c(0), b.c(1)
+    b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
+    b.emit("%zero = arith.constant 0.0 : f32")
+    b.open_for("%it", "%lo", "%hi", c1)
+    fb = b.op(f"arith.divui %it, {b.c(runs)} : index")
+    r0 = b.mul(b.op(f"arith.remui %it, {b.c(runs)} : index"), b.c(rows))
+    pf0 = b.mul(fb, b.c(t.fb))
+    pfv = b.min(b.c(t.fb), b.sub(b.c(s.f), pf0))
+    view = b.op(f"memref.subview %P[{fb}, 0, 0] [1, {k_rows}, {t.fb}] [1, 1, 1] : {pd_t} to "
+                f"{pv_t}", "pv")
+    emit_transposed_pack(b, "%Wf", wf_t, view, pv_t, pf0, pfv, rows, r0)
+    b.open_for("%pf", pfv, b.c(t.fb), c1)
+    b.open_for("%pr", c0, b.c(rows), c1)
+    b.emit(f"memref.store %zero, {view}[{b.add(r0, '%pr')}, %pf] : {pv_t}")
+    b.close()
+    b.close()
+    b.close()
+    text = [f"  func.func private @{name}_pack(%Wt: {w_t}, %P: {pd_t}, %lo: index, "
+            "%hi: index) {"]
+    text += [f"    {n} = arith.constant {val} : index" for val, n in sorted(b.consts.items())]
+    return [*text, *b.lines, "    return", "  }"]
 
 
 def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
@@ -192,63 +257,122 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
         b.close()
 
 
+def pack_rows(spec: ConvSpec) -> int:
+    """Rows of the panel (of C*KH*KW) one item of the shared pack copies: the largest
+    divisor of C*KH*KW up to PACK_ROWS that is a multiple of 8 (the transposes' width),
+    else all of them."""
+    k = spec.c * spec.kh * spec.kw
+    fits = [r for r in range(8, min(k, PACK_ROWS) + 1, 8) if k % r == 0]
+    return fits[-1] if fits else k
+
+
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                        parallel: bool = False, dealloc: bool = False,
                        store: bool = False) -> str:
     """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
     its items run through `accel_parallel_for` (the text then declares it, to verify on
-    its own). The packed panel of one filter block (per body call: per thread) is a
-    `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline. With
+    its own) and it takes a fourth operand, the shared panel `%P` (`panel_type`), which
+    the caller allocates. The packed panel of one filter block (per body call: per thread)
+    is a `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline. With
     `store` the kernel writes O (`O = conv`: the caller dropped a zero fill of O) instead
-    of adding into it."""
+    of adding into it.
+
+    Shared panel: when the runtime's thread count exceeds the filter blocks, several
+    threads would each pack the same block (at 16 threads ResNet-18's 512-channel layer
+    packed every block twice, and packing was half its time). Then `@name_pack` first packs
+    all blocks into `%P` in parallel, each item a run of PACK_ROWS rows of one block, and
+    the items read their block from there (`@name_sentry`); otherwise each thread packs
+    as before (`@name_entry`)."""
     s, t = spec, tile
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
     taps = s.kh * s.kw
+    k_rows = s.c * taps
     p = s.oh * s.ow
     ntiles = _ceil(p, t.pt)
     cb, tg, unroll = conv_blocking(s, t)
     ngroups = _ceil(ntiles, tg)
     items = s.n * fblocks * ngroups
     wp_t = f"memref<{s.c}x{taps}x{t.fb}xf32>"
-    wp2_t = f"memref<{s.c * taps}x{t.fb}xf32>"
-    wf_t = f"memref<{s.f}x{s.c * taps}xf32>"
+    wp2_t = f"memref<{k_rows}x{t.fb}xf32>"
+    wsel_t = f"memref<{k_rows}x{t.fb}xf32, strided<[{t.fb}, 1], offset: ?>>"
+    pd_t = f"memref<?x{k_rows}x{t.fb}xf32>"
+    wf_t = f"memref<{s.f}x{k_rows}xf32>"
     xf_t = f"memref<{s.n}x{s.c * s.h * s.w}xf32>"
     of_t = f"memref<{s.n}x{s.f}x{p}xf32>"
     tl_t = f"memref<{t.pt}x{t.fb}xf32>"
     f32v = f"vector<{t.vl}xf32>"
+    args = [("X", x_t, 4), ("Wt", w_t, 4), ("O", o_t, 4), ("P", pd_t, 3)]
+    ctx_t = "!llvm.struct<(" + ", ".join(_descriptor(r) for _, _, r in args) + ")>"
+    body_sig = f"{x_t}, {w_t}, {o_t}, {pd_t}, i1, index, index"
 
     # -- @name: the items, serially or on threads ----------------------------------------
     e = _Emitter()
     c0 = e.c(0)
+    shared = parallel and shares_panel(s, t)
+    if not shared:
+        e.emit(f"%P0 = memref.alloca() : memref<0x{k_rows}x{t.fb}xf32>")
+        e.emit(f"%P = memref.cast %P0 : memref<0x{k_rows}x{t.fb}xf32> to {pd_t}")
     if parallel:
+        if shared:
+            e.emit(f"%P = memref.cast %Ps : {panel_type(s, t)} to {pd_t}")
         e.emit("%one = llvm.mlir.constant(1 : i64) : i64")
-        arr = f"!llvm.array<3 x {_descriptor(4)}>"
-        e.emit(f"%ctx = llvm.alloca %one x {arr} : (i64) -> !llvm.ptr")
-        for i, (val, ty) in enumerate((("%X", x_t), ("%Wt", w_t), ("%O", o_t))):
-            d = e.op(f"builtin.unrealized_conversion_cast {val} : {ty} to {_descriptor(4)}")
-            ptr = e.op(f"llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
-            e.emit(f"llvm.store {d}, {ptr} : {_descriptor(4)}, !llvm.ptr")
+        e.emit(f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr")
+        for i, (val, ty, rank) in enumerate(args):
+            d = e.op(f"builtin.unrealized_conversion_cast %{val} : {ty} to "
+                     f"{_descriptor(rank)}")
+            ptr = e.op(f"llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}")
+            e.emit(f"llvm.store {d}, {ptr} : {_descriptor(rank)}, !llvm.ptr")
+        if shared:  # the shared panel when the threads outnumber the filter blocks
+            e.emit("%ntp = llvm.mlir.addressof @accel_num_threads : !llvm.ptr")
+            e.emit("%nt32 = llvm.load %ntp : !llvm.ptr -> i32")
+            e.emit("%nt = arith.index_cast %nt32 : i32 to index")
+            e.emit(f"scf.if {e.cmp('ugt', '%nt', e.c(fblocks))} {{")
+            for entry, n_items, tag in ((f"{name}_pack_entry",
+                                         e.c(fblocks * (k_rows // pack_rows(s))), "%fp"),
+                                        (f"{name}_sentry", e.c(items), "%fs")):
+                for line in fork_join(entry, "%ctx", n_items):
+                    e.emit("  " + line.replace("%f ", f"{tag} ").replace("(%f,", f"({tag},"))
+            e.emit("} else {")
         for line in fork_join(f"{name}_entry", "%ctx", e.c(items)):
-            e.emit(line)
+            e.emit(("  " if shared else "") + line)
+        if shared:
+            e.emit("}")
     else:
-        e.emit(f"func.call @{name}_body(%X, %Wt, %O, {c0}, {e.c(items)}) : "
-               f"({x_t}, {w_t}, {o_t}, index, index) -> ()")
-    head = [f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{"]
+        e.emit("%false = arith.constant false")
+        e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %false, {c0}, {e.c(items)}) : "
+               f"({body_sig}) -> ()")
+    params = f"%X: {x_t}, %Wt: {w_t}, %O: {o_t}" + \
+        (f", %Ps: {panel_type(s, t)}" if shared else "")
+    head = [f"  func.func private @{name}({params}) {{"]
     head += [f"    {n} = arith.constant {val} : index" for val, n in sorted(e.consts.items())]
     text = [*head, *e.lines, "    return", "  }"]
     if parallel:
-        arr = f"!llvm.array<3 x {_descriptor(4)}>"
-        text += [f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, "
-                 "%hi: index) {"]
-        for i, (val, ty) in enumerate((("X", x_t), ("Wt", w_t), ("O", o_t))):
-            text += [f"    %p{val} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> "
-                     f"!llvm.ptr, {arr}",
-                     f"    %d{val} = llvm.load %p{val} : !llvm.ptr -> {_descriptor(4)}",
-                     f"    %{val} = builtin.unrealized_conversion_cast %d{val} : "
-                     f"{_descriptor(4)} to {ty}"]
-        text += [f"    func.call @{name}_body(%X, %Wt, %O, %lo, %hi) : ({x_t}, {w_t}, "
-                 f"{o_t}, index, index) -> ()", "    return", "  }"]
+        def load_ctx(which: list[int]) -> list[str]:
+            lines = []
+            for i in which:
+                val, ty, rank = args[i]
+                lines += [f"    %p{val} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> "
+                          f"!llvm.ptr, {ctx_t}",
+                          f"    %d{val} = llvm.load %p{val} : !llvm.ptr -> {_descriptor(rank)}",
+                          f"    %{val} = builtin.unrealized_conversion_cast %d{val} : "
+                          f"{_descriptor(rank)} to {ty}"]
+            return lines
+
+        entries = [(f"{name}_entry", "false")] + \
+            ([(f"{name}_sentry", "true")] if shared else [])
+        for entry, flag in entries:
+            text += [f"  func.func private @{entry}(%ctx: !llvm.ptr, %lo: index, "
+                     "%hi: index) {", *load_ctx([0, 1, 2, 3]),
+                     f"    %shared = arith.constant {flag}",
+                     f"    func.call @{name}_body(%X, %Wt, %O, %P, %shared, %lo, %hi) : "
+                     f"({body_sig}) -> ()", "    return", "  }"]
+        if shared:
+            text += [f"  func.func private @{name}_pack_entry(%ctx: !llvm.ptr, %lo: index, "
+                     "%hi: index) {", *load_ctx([1, 3]),
+                     f"    func.call @{name}_pack(%Wt, %P, %lo, %hi) : ({w_t}, {pd_t}, "
+                     "index, index) -> ()", "    return", "  }"]
+            text += _render_shared_pack(s, t, name)
 
     # -- @name_body: items [lo, hi) -------------------------------------------------------
     b = _Emitter()
@@ -258,6 +382,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.emit(f"%T = memref.alloca() {{alignment = 64 : i64}} : {tl_t}")
     b.emit(f"%zv = arith.constant dense<0.0> : {f32v}")
     b.emit("%zero = arith.constant 0.0 : f32")
+    b.emit("%true = arith.constant true")
     b.emit(f"%Wp = memref.alloc() {{alignment = 64 : i64}} : {wp_t}")
     b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
     b.emit(f"%Wp2 = memref.collapse_shape %Wp [[0, 1], [2]] : {wp_t} into {wp2_t}")
@@ -279,6 +404,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     # The filter block's panel Wp[c][tap][FB] (zero past F), packed by the first item of
     # each block (of each (image, block) image by image) and by this call's first item.
     need = b.op(f"arith.ori {b.cmp('eq', '%it', '%lo')}, {first} : i1")
+    need = b.op(f"arith.andi {need}, {b.op('arith.xori %shared, %true : i1')} : i1")
     b.emit(f"scf.if {need} {{")
     b.indent += 1
     pf0 = b.mul(fb, b.c(t.fb))
@@ -289,6 +415,18 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     b.emit(f"memref.store %zero, %Wp2[%pr, %pf] : {wp2_t}")
     b.close()
     b.close()
+    b.close()
+    # This block's panel: the shared one's, or the one this thread packed.
+    wsel = b.fresh("wsel")
+    b.emit(f"{wsel} = scf.if %shared -> ({wsel_t}) {{")
+    b.indent += 1
+    view = b.op(f"memref.subview %P[{fb}, 0, 0] [1, {k_rows}, {t.fb}] [1, 1, 1] : {pd_t} to "
+                f"{wsel_t}", "sv")
+    b.emit(f"scf.yield {view} : {wsel_t}")
+    b.close(" else {")
+    b.indent += 1
+    own = b.op(f"memref.cast %Wp2 : {wp2_t} to {wsel_t}", "own")
+    b.emit(f"scf.yield {own} : {wsel_t}")
     b.close()
     t_lo = b.mul(tgi, b.c(tg))
     t_hi = b.min(b.add(t_lo, b.c(tg)), b.c(ntiles))
@@ -343,7 +481,8 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             for kw_ in range(s.kw):
                 base = b.add(b.add(cbase, row_off), b.c(kw_ * s.dw))
                 k = b.add(row_tap, b.c(kw_))
-                ws = [b.op(f"vector.load %Wp[{cu}, {k}, {b.c(v * t.vl)}] : {wp_t}, "
+                row = b.add(b.mul(cu, b.c(taps)), k)
+                ws = [b.op(f"vector.load {wsel}[{row}, {b.c(v * t.vl)}] : {wsel_t}, "
                            f"{f32v}", "w") for v in range(t.fv)]
                 for j in range(t.pt):
                     x = b.op(f"memref.load %Xf[{n}, {b.add(base, offs[j])}] : {xf_t}", "x")
@@ -375,8 +514,9 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     if dealloc:
         b.emit(f"memref.dealloc %Wp : {wp_t}")
     text += [f"  func.func private @{name}_body(%X: {x_t}, %Wt: {w_t}, %O: {o_t}, "
-             "%lo: index, %hi: index) {"]
+             f"%P: {pd_t}, %shared: i1, %lo: index, %hi: index) {{"]
     text += [f"    {n_} = arith.constant {val} : index" for val, n_ in sorted(b.consts.items())]
     text += [*b.lines, "    return", "  }"]
-    decl = [f"  {PARALLEL_FOR_DECL}"] if parallel else []
+    decl = ([f"  {PARALLEL_FOR_DECL}"] if parallel else []) + \
+        ([f"  {NUM_THREADS_DECL}"] if shared else [])
     return "\n".join(["module {", *decl, *text, "}"])

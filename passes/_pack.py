@@ -41,8 +41,9 @@ def transpose8(b: _Emitter, rows: list[str]) -> list[str]:
 
 
 def emit_transposed_pack(b: _Emitter, src: str, src_t: str, dst: str, dst_t: str,
-                         row0: str, nrows: str, ncols: int) -> None:
-    """`dst[r, f] = src[row0 + f, r]` for f in [0, nrows) (an index value), r in [0, ncols)."""
+                         row0: str, nrows: str, ncols: int, col0: str | None = None) -> None:
+    """`dst[r, f] = src[row0 + f, r]` for f in [0, nrows) (an index value), r in [0, ncols);
+    with `col0` (an index value) the columns col0 + r instead, in both."""
     c0, c1, c8 = b.c(0), b.c(1), b.c(8)
     cols8 = ncols // 8 * 8
     rows8 = b.mul(b.op(f"arith.divui {nrows}, {c8} : index"), c8)
@@ -50,10 +51,11 @@ def emit_transposed_pack(b: _Emitter, src: str, src_t: str, dst: str, dst_t: str
         b.open_for("%pk_f", c0, rows8, c8)
         srow = b.add(row0, "%pk_f")
         b.open_for("%pk_r", c0, b.c(cols8), c8)
-        rows = [b.op(f"vector.load {src}[{b.add(srow, b.c(i)) if i else srow}, %pk_r] : "
+        r0 = b.add(col0, "%pk_r") if col0 else "%pk_r"
+        rows = [b.op(f"vector.load {src}[{b.add(srow, b.c(i)) if i else srow}, {r0}] : "
                      f"{src_t}, vector<8xf32>", "row") for i in range(8)]
         for k, col in enumerate(transpose8(b, rows)):
-            r = b.add("%pk_r", b.c(k)) if k else "%pk_r"
+            r = b.add(r0, b.c(k)) if k else r0
             b.emit(f"vector.store {col}, {dst}[{r}, %pk_f] : {dst_t}, vector<8xf32>")
         b.close()
         b.close()
@@ -64,7 +66,8 @@ def emit_transposed_pack(b: _Emitter, src: str, src_t: str, dst: str, dst_t: str
         b.open_for("%pk_f", f_lo, f_hi, c1)
         srow = b.add(row0, "%pk_f")
         b.open_for("%pk_r", b.c(r_lo), b.c(ncols), c1)
-        val = b.op(f"memref.load {src}[{srow}, %pk_r] : {src_t}")
-        b.emit(f"memref.store {val}, {dst}[%pk_r, %pk_f] : {dst_t}")
+        r0 = b.add(col0, "%pk_r") if col0 else "%pk_r"
+        val = b.op(f"memref.load {src}[{srow}, {r0}] : {src_t}")
+        b.emit(f"memref.store {val}, {dst}[{r0}, %pk_f] : {dst_t}")
         b.close()
         b.close()

@@ -35,11 +35,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from accel.ir import Operation, ir
+from accel.ir import InsertionPoint, Operation, dialects, ir
 from accel.passes._conv_kernel import (
     choose_conv_tile,
     conv_items,
+    panel_type,
     render_direct_conv,
+    shares_panel,
 )
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
 from accel.passes._gemm_epilogue import defining_op, is_fresh, is_zero_fill, position
@@ -247,7 +249,7 @@ class ConvKernels(ModulePass):
                                parallel_min_flops=self.parallel_min_flops)
         tiles = mm.tiles()
         known = {str(ir.StringAttr(f.attributes["sym_name"]).value)
-                 for f in ops_named(module, ("func.func",))}
+                 for f in ops_named(module, ("func.func", "llvm.mlir.global"))}
         for op in ops_named(module, (_DEPTHWISE,)):
             dspec = match_depthwise(op, self.min_flops)
             if dspec is None:
@@ -294,7 +296,23 @@ class ConvKernels(ModulePass):
                     text = render_direct_conv(spec, tile, name, parallel=parallel,
                                               dealloc=self.dealloc, store=store)
                     _move_new_funcs(module, text, known)
+                if parallel and shares_panel(spec, tile):  # for threads > filter blocks
+                    self._replace_with_panel(op, name, panel_type(spec, tile))
+                    continue
             self._replace(op, name)
+
+    def _replace_with_panel(self, op: Operation, name: str, panel: str) -> None:
+        """`op` -> `func.call @name(X, W, O, P)` with P a new buffer of type `panel` (only
+        touched when the kernel uses it: malloc hands out untouched pages)."""
+        with InsertionPoint(op), op.location:
+            buffer = dialects.memref.AllocOp(ir.MemRefType(ir.Type.parse(panel)), [], [],
+                                             alignment=64).result
+        block_ops = list(op.block.operations)
+        after = block_ops[[o.operation for o in block_ops].index(op) + 1]
+        replace_with_call(op, name, [*op.operands, buffer])
+        if self.dealloc:  # after the deallocation pipeline: free it here
+            with InsertionPoint(after), after.location:
+                dialects.memref.DeallocOp(buffer)
 
     @staticmethod
     def _replace(op: Operation, name: str, weight: ir.Value | None = None) -> None:

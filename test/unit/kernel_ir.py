@@ -6,8 +6,9 @@ import re
 
 
 def kernel_forks(ir: str) -> int:
-    """`accel_parallel_for` calls in the kernels' functions (not accel-parallelize-loops'
-    `*_par<k>` nests around them, which depend on that pass's thresholds)."""
-    return sum(chunk.count("call @accel_parallel_for")
+    """Kernel functions that call `accel_parallel_for` (a direct conv's calls it up to three
+    times: its shared pack, then the items one way or the other), not accel-parallelize-
+    loops' `*_par<k>` nests around them, which depend on that pass's thresholds."""
+    return sum("call @accel_parallel_for" in chunk
                for chunk in ir.split("func.func ")[1:]
                if re.match(r"(private )?@\w+_par\d+\(", chunk) is None)

@@ -46,7 +46,8 @@ def _compile(model: torch.nn.Module, x: torch.Tensor) -> tuple[accel.CompiledMod
 def _calls(ir: str, prefix: str) -> int:
     """Calls that replaced convs (not a kernel's calls of its own body, entry or parts)."""
     names = re.findall(rf"call @({prefix}\w+)\(", ir)
-    return sum(re.search(r"_(body|entry)(_part\d+)?$", n) is None for n in names)
+    return sum(re.search(r"_(body|entry|sentry|pack|pack_entry)(_part\d+)?$", n) is None
+               for n in names)
 
 
 # (batch, C, F, H=W, kernel, stride, padding, dilation, bias)
@@ -209,6 +210,42 @@ def test_threaded_stored_output_matches_eager(threads):
     assert _calls(ir, "accel_dconv_") == 2 and kernel_forks(ir) == 2
     with torch.no_grad():
         torch.testing.assert_close(fn(x), Block()(x), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("c,f,k", [(72, 40, 3),  # 648 panel rows in 3 runs of 216; 40
+                                   # filters of a larger block: zeros past F
+                                   (3, 96, 3)])  # 27 panel rows: no multiple of 8 divides
+def test_shared_panel_matches_eager(threads, monkeypatch, c, f, k):
+    """With more threads than filter blocks, a large filter's blocks are packed once into a
+    shared panel by a parallel pack (runs of panel rows), and the items read it; with
+    fewer, each thread packs its own. Both give eager's result, at 1 to 4 threads (the
+    size floor lowered so that small convs take the shared path here)."""
+    from accel.passes import _conv_kernel
+
+    monkeypatch.setattr(_conv_kernel, "SHARED_MIN_FLOATS", 0)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(c, f, k, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(2, c, 40, 40)  # above parallel-min-flops
+    fn, ir = _compile(model, x)
+    assert _calls(ir, "accel_dconv_") == 1 and kernel_forks(ir) == 1
+    assert "_pack_entry" in ir and "@accel_num_threads" in ir
+    with torch.no_grad():
+        want = model(x)
+        for count in (1, 2, 3, 4):
+            threads(count)
+            torch.testing.assert_close(fn(x), want, rtol=RTOL, atol=ATOL)
+
+
+def test_small_filters_pack_per_thread():
+    """Below SHARED_MIN_FLOATS a filter block costs a thread less to pack than sharing
+    does: no shared panel, no read of the thread count (ResNet-18: only the 512-channel
+    3x3 layers share)."""
+    from accel.passes._conv_kernel import shares_panel
+
+    tile = choose_conv_tile(ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7), 16)
+    assert shares_panel(ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7), tile)
+    assert not shares_panel(ConvSpec(n=1, c=256, h=16, w=16, f=256, kh=3, kw=3, oh=14, ow=14),
+                            tile)
 
 
 def test_torch_compile_backend():
