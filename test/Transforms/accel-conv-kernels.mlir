@@ -7,13 +7,14 @@
 // block) packs the block's weights into a panel Wp[C][KH*KW][FB] (AVX2: FB = 2 x 8 lanes,
 // zero past F); each item keeps FV x PT = 2 x 6 vector accumulators over the C loop (the 9
 // taps unrolled: 2 weight loads, 6 broadcast inputs, 12 FMAs per tap) and adds them to O
-// through a stack tile.
+// through a stack tile. The body also takes a shared panel (empty: %P) and whether to
+// read it (false), for kernels whose filter blocks are large (see @shared_panel).
 // CHECK-LABEL: func.func @conv3x3
 // CHECK-NOT:   linalg.conv_2d_nchw_fchw
 // CHECK:       call @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<1x32x18x18xf32>, memref<32x32x3x3xf32>, memref<1x32x16x16xf32>) -> ()
 // CHECK:       func.func private @[[K]](%[[X:.*]]: memref<1x32x18x18xf32>, %[[W:.*]]: memref<32x32x3x3xf32>, %[[O:.*]]: memref<1x32x16x16xf32>)
 // CHECK-NOT:     accel_parallel_for
-// CHECK:         call @[[K]]_body(%[[X]], %[[W]], %[[O]], %c0, %c4)
+// CHECK:         call @[[K]]_body(%[[X]], %[[W]], %[[O]], %{{.*}}, %false, %c0, %c4)
 // CHECK:       func.func private @[[K]]_body(
 // CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<1x32x18x18xf32> into memref<1x10368xf32>
 // CHECK:         memref.alloca() {alignment = 64 : i64} : memref<6x16xf32>
@@ -24,8 +25,10 @@
 // CHECK-COUNT-8:   vector.load %[[WF]][{{.*}}] : memref<32x288xf32>, vector<8xf32>
 // CHECK-COUNT-24:  vector.shuffle
 // CHECK-COUNT-8:   vector.store %{{.*}} : memref<288x16xf32>, vector<8xf32>
+// The item's panel: the one it packed (the shared one's view when %shared).
+// CHECK:         memref.cast %{{.*}} : memref<288x16xf32> to memref<288x16xf32, strided<[16, 1], offset: ?>>
 // CHECK:         scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK-COUNT-2: vector.load %[[WP]]{{.*}} : memref<32x9x16xf32>, vector<8xf32>
+// CHECK-COUNT-2: vector.load %{{.*}} : memref<288x16xf32, strided<[16, 1], offset: ?>>, vector<8xf32>
 // CHECK:           vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-COUNT-2:   vector.fma
 // Write-back of a tile followed by another of its item: per filter vector an 8 x 8 transpose
@@ -48,11 +51,12 @@
 // PAR-LABEL: func.func @conv3x3
 // PAR:       func.func private @accel_parallel_for(
 // PAR:       func.func private @[[K:accel_dconv_1x32x18x18_32x3x3_[0-9a-f]+]](
-// PAR:         llvm.alloca %{{.*}} x !llvm.array<3 x struct<(ptr, ptr, i64, array<4 x i64>, array<4 x i64>)>>
+// PAR:         llvm.alloca %{{.*}} x !llvm.struct<(struct<(ptr, ptr, i64, array<4 x i64>, array<4 x i64>)>, {{.*}}, struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)>)>
+// PAR-NOT:     accel_num_threads
 // PAR:         %[[F:.*]] = constant @[[K]]_entry : (!llvm.ptr, index, index) -> ()
 // PAR:         call @accel_parallel_for(%[[F]], %{{.*}}, %c4)
 // PAR:       func.func private @[[K]]_entry(%{{.*}}: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
-// PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
+// PAR:         call @[[K]]_body(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LO]], %[[HI]])
 // PAR:       func.func private @[[K]]_body(
 // PAR:         memref.alloca() {alignment = 64 : i64} : memref<13x32xf32>
 // PAR:         memref.alloc() {alignment = 64 : i64} : memref<32x9x32xf32>
@@ -252,5 +256,38 @@ func.func @nonzero_fill(%x: memref<1x16x10x10xf32>, %w: memref<16x16x3x3xf32>) -
 func.func @strided_pointwise(%x: memref<1x64x16x16xf32>, %w: memref<128x64x1x1xf32>, %o: memref<1x128x8x8xf32>) {
   linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
     ins(%x, %w : memref<1x64x16x16xf32>, memref<128x64x1x1xf32>) outs(%o : memref<1x128x8x8xf32>)
+  return
+}
+
+// -----
+
+// A large filter block (64 filters x 512 channels x 9 taps = 295K floats, AVX-512 FB 64):
+// with threads the caller passes a shared panel for all 8 blocks, and the kernel reads
+// accel_num_threads: above 8 blocks, @K_pack packs them all in parallel (8 runs of 576 rows
+// per block: 64 items) and @K_sentry's items read their block from it; else @K_entry's
+// items pack per thread. Serial (CHECK) and below the floor (@conv3x3) there is no panel.
+// CHECK-LABEL: func.func @shared_panel
+// CHECK:       call @{{accel_dconv_[0-9a-z_]+}}(%arg0, %arg1, %arg2) :
+// CHECK-NOT:   accel_num_threads
+// PAR-LABEL: func.func @shared_panel
+// PAR:       %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x4608x64xf32>
+// PAR:       call @[[K:accel_dconv_1x512x9x9_512x3x3_[0-9a-f]+]](%arg0, %arg1, %arg2, %[[P]]) :
+// PAR:       llvm.mlir.global external @accel_num_threads() {addr_space = 0 : i32} : i32
+// PAR:       func.func private @[[K]](%{{.*}}: memref<1x512x9x9xf32>, %{{.*}}: memref<512x512x3x3xf32>, %{{.*}}: memref<1x512x7x7xf32>, %{{.*}}: memref<8x4608x64xf32>)
+// PAR:         llvm.mlir.addressof @accel_num_threads
+// PAR:         scf.if %{{.*}} {
+// PAR:           constant @[[K]]_pack_entry
+// PAR:           call @accel_parallel_for(%{{.*}}, %{{.*}}, %c64)
+// PAR:           constant @[[K]]_sentry
+// PAR:         } else {
+// PAR:           constant @[[K]]_entry
+// PAR:       func.func private @[[K]]_pack(
+// PAR:         memref.subview %{{.*}} : memref<?x4608x64xf32> to memref<4608x64xf32, strided<[64, 1], offset: ?>>
+// PAR:         vector.load %{{.*}} : memref<512x4608xf32>, vector<8xf32>
+// TAPS-LABEL: func.func @shared_panel
+// TAPS:       linalg.conv_2d_nchw_fchw
+func.func @shared_panel(%x: memref<1x512x9x9xf32>, %w: memref<512x512x3x3xf32>, %o: memref<1x512x7x7xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x512x9x9xf32>, memref<512x512x3x3xf32>) outs(%o : memref<1x512x7x7xf32>)
   return
 }
