@@ -218,7 +218,7 @@ def test_threaded_stored_output_matches_eager(threads):
 def test_shared_panel_matches_eager(threads, monkeypatch, c, f, k):
     """With more threads than filter blocks, a large filter's blocks are packed once into a
     shared panel by a parallel pack (runs of panel rows), and the items read it; with
-    fewer, each thread packs its own. Both give eager's result, at 1 to 4 threads (the
+    fewer, each thread packs its own. Both give eager's result, at 1 to 16 threads (the
     size floor lowered so that small convs take the shared path here)."""
     from accel.passes import _conv_kernel
 
@@ -231,9 +231,33 @@ def test_shared_panel_matches_eager(threads, monkeypatch, c, f, k):
     assert "_pack_entry" in ir and "@accel_num_threads" in ir
     with torch.no_grad():
         want = model(x)
-        for count in (1, 2, 3, 4):
+        for count in (1, 2, 4, 16):  # 16: more threads than blocks with any vector width
             threads(count)
             torch.testing.assert_close(fn(x), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="no C compiler for the AOT library")
+def test_shared_panel_in_the_aot_library(tmp_path: Path, monkeypatch):
+    """The AOT library's kernels read its own thread count (0 until its first parallel
+    call, then ACCEL_NUM_THREADS): the first call packs per thread, the later ones share
+    the panel (16 threads, more than the filter blocks); both give eager's result."""
+    from accel.passes import _conv_kernel
+
+    monkeypatch.setattr(_conv_kernel, "SHARED_MIN_FLOATS", 0)
+    monkeypatch.setenv("ACCEL_NUM_THREADS", "16")
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(72, 40, 3, padding=1).eval()
+    x = torch.randn(2, 72, 40, 40)
+    fn = accel.compile(model, (x,), options={"cache": False, "opt_level": 1, "aot": True,
+                                             "aot_name": "conv_shared",
+                                             "output_folder": str(tmp_path)})
+    with torch.no_grad():
+        want = model(x).numpy()
+    for _ in range(2):
+        out = fn.aot_library.call(x.numpy())
+        np.testing.assert_allclose(out[0] if isinstance(out, tuple) else out, want,
+                                   rtol=RTOL, atol=ATOL)
 
 
 def test_small_filters_pack_per_thread():

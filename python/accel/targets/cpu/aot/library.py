@@ -46,7 +46,7 @@ from accel import interrupts
 from accel.diagnostics import AccelError
 from accel.host import vecmath
 from accel.host.abi import soft_float_helpers_ir
-from accel.host.parallel import FAILURE_KEY, PARALLEL_FOR, parallel_runtime_ir
+from accel.host.parallel import FAILURE_KEY, NUM_THREADS, PARALLEL_FOR, parallel_runtime_ir
 from accel.llvm import engine
 from accel.options import c_identifier_problem
 from accel.runtime.signature import Signature
@@ -268,12 +268,15 @@ def _emit_model_object(llvm_ir: str, weights: Mapping[str, np.ndarray], name: st
                        target_cpu: str, opt_level: int, user_memory: bool,
                        tmp: Path) -> tuple[Path, list[str]]:
     """Compile the module for `target_cpu`: every defined symbol renamed `<name>__*`, hidden."""
-    declared = [m.group(1) for m in _WEIGHT_DECL.finditer(llvm_ir)]
+    # The runtime's thread count (read by kernels that choose a path by it) is no weight:
+    # the parallel runtime linked in below defines it.
+    declared = [m.group(1) for m in _WEIGHT_DECL.finditer(llvm_ir) if m.group(1) != NUM_THREADS]
     missing = [w for w in declared if w not in weights]
     if missing:
         raise AccelError(f"global '{missing[0]}' is declared but no weight is bound to it")
     # Weights are read-only data in the library: tell LLVM (hidden: no GOT indirection).
-    text = _WEIGHT_DECL.sub(lambda m: f"@{m.group(1)} = external hidden constant ", llvm_ir)
+    text = _WEIGHT_DECL.sub(lambda m: m.group(0) if m.group(1) == NUM_THREADS else
+                            f"@{m.group(1)} = external hidden constant ", llvm_ir)
     if opt_level and vecmath.available():  # exp, tanh, erf, ... vectorise via libmvec
         text = vecmath.attach_vector_variants(text, _vector_isa(target_cpu))
     mod = engine.parse(text, "translated LLVM IR")
