@@ -35,6 +35,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.passes._conv_shared_panel import (
+    NUM_THREADS_DECL,
+    pack_rows,
+    panel_type,
+    render_shared_pack,
+    shares_panel,
+)
 from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
 from accel.passes._pack import emit_transposed_pack, transpose8
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
@@ -102,68 +109,6 @@ ITEMS = 64
 #: runtime starts at most one thread per item, so a small conv wakes a few threads on a
 #: many-core machine, each with ~5-10 us of work (`_gemm_kernel.ITEM_FLOOR_MACS`).
 ITEM_FLOOR_MACS = 1 << 19
-
-
-#: Most panel rows one item of the shared pack copies (`pack_rows`): 576 = 64 channels of a
-#: 3x3 window, 64 x 576 floats (147 KB) per item for a 64-filter block.
-PACK_ROWS = 576
-#: Whether parallel direct convs pack into the shared panel when threads outnumber filter
-#: blocks (False: never; for measurements).
-SHARED_PANEL = True
-#: Smallest filter block (KH*KW*C*FB floats) packed into the shared panel. Measured per
-#: layer at 16 threads on a 16-core Xeon (shared against per-thread): ResNet-18's 512-channel
-#: 3x3 layer (295K floats a block, 8 blocks) 0.63 vs 0.96 ms, but its 147K-float blocks
-#: slower shared: the 256-channel 3x3 (4 blocks) 0.41 vs 0.33 ms, the stride-2 512-filter
-#: one (8 blocks) 0.27 vs 0.21 ms. Below this, a thread packs its block faster than the
-#: extra fork-join and the reads of a panel another core packed cost.
-SHARED_MIN_FLOATS = 1 << 18
-#: The runtime's thread count (python/accel/host/parallel.py), read to choose the shared panel.
-NUM_THREADS_DECL = "llvm.mlir.global external @accel_num_threads() {addr_space = 0 : i32} : i32"
-
-
-def shares_panel(spec: ConvSpec, tile: ConvTile) -> bool:
-    """Whether a parallel direct conv of this shape takes the shared panel
-    (`render_direct_conv`)."""
-    return SHARED_PANEL and spec.c * spec.kh * spec.kw * tile.fb >= SHARED_MIN_FLOATS
-
-
-def panel_type(spec: ConvSpec, tile: ConvTile) -> str:
-    """The shared panel a parallel direct conv takes: every filter block packed."""
-    return f"memref<{_ceil(spec.f, tile.fb)}x{spec.c * spec.kh * spec.kw}x{tile.fb}xf32>"
-
-
-def _render_shared_pack(s: ConvSpec, t: ConvTile, name: str) -> list[str]:
-    """`@name_pack(%Wt, %P, lo, hi)`: items [lo, hi) of (filter block, run of `pack_rows`
-    panel rows), each `P[fb, r, f] = W[fb*FB + f, r]` (zero past F)."""
-    k_rows = s.c * s.kh * s.kw
-    rows = pack_rows(s)
-    runs = k_rows // rows
-    w_t = s.types()[1]
-    wf_t = f"memref<{s.f}x{k_rows}xf32>"
-    pd_t = f"memref<?x{k_rows}x{t.fb}xf32>"
-    pv_t = f"memref<{k_rows}x{t.fb}xf32, strided<[{t.fb}, 1], offset: ?>>"
-    b = _Emitter()
-    c0, c1 = b.c(0), b.c(1)
-    b.emit(f"%Wf = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {wf_t}")
-    b.emit("%zero = arith.constant 0.0 : f32")
-    b.open_for("%it", "%lo", "%hi", c1)
-    fb = b.op(f"arith.divui %it, {b.c(runs)} : index")
-    r0 = b.mul(b.op(f"arith.remui %it, {b.c(runs)} : index"), b.c(rows))
-    pf0 = b.mul(fb, b.c(t.fb))
-    pfv = b.min(b.c(t.fb), b.sub(b.c(s.f), pf0))
-    view = b.op(f"memref.subview %P[{fb}, 0, 0] [1, {k_rows}, {t.fb}] [1, 1, 1] : {pd_t} to "
-                f"{pv_t}", "pv")
-    emit_transposed_pack(b, "%Wf", wf_t, view, pv_t, pf0, pfv, rows, r0)
-    b.open_for("%pf", pfv, b.c(t.fb), c1)
-    b.open_for("%pr", c0, b.c(rows), c1)
-    b.emit(f"memref.store %zero, {view}[{b.add(r0, '%pr')}, %pf] : {pv_t}")
-    b.close()
-    b.close()
-    b.close()
-    text = [f"  func.func private @{name}_pack(%Wt: {w_t}, %P: {pd_t}, %lo: index, "
-            "%hi: index) {"]
-    text += [f"    {n} = arith.constant {val} : index" for val, n in sorted(b.consts.items())]
-    return [*text, *b.lines, "    return", "  }"]
 
 
 def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
@@ -257,23 +202,15 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
         b.close()
 
 
-def pack_rows(spec: ConvSpec) -> int:
-    """Rows of the panel (of C*KH*KW) one item of the shared pack copies: the largest
-    divisor of C*KH*KW up to PACK_ROWS that is a multiple of 8 (the transposes' width),
-    else all of them."""
-    k = spec.c * spec.kh * spec.kw
-    fits = [r for r in range(8, min(k, PACK_ROWS) + 1, 8) if k % r == 0]
-    return fits[-1] if fits else k
-
-
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                        parallel: bool = False, dealloc: bool = False,
                        store: bool = False) -> str:
     """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
     its items run through `accel_parallel_for` (the text then declares it, to verify on
-    its own) and it takes a fourth operand, the shared panel `%P` (`panel_type`), which
-    the caller allocates. The packed panel of one filter block (per body call: per thread)
-    is a `memref.alloc` freed there with `dealloc`, else by the deallocation pipeline. With
+    its own), and when `shares_panel` it takes a fourth operand, the shared panel
+    (`panel_type`), which the caller allocates. The packed panel of one filter block (per
+    body call: per thread) is a `memref.alloc` freed there with `dealloc`, else by the
+    deallocation pipeline. With
     `store` the kernel writes O (`O = conv`: the caller dropped a zero fill of O) instead
     of adding into it.
 
@@ -309,13 +246,13 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     # -- @name: the items, serially or on threads ----------------------------------------
     e = _Emitter()
     c0 = e.c(0)
-    shared = parallel and shares_panel(s, t)
+    shared = parallel and shares_panel(s, t.fb)
     if not shared:
         e.emit(f"%P0 = memref.alloca() : memref<0x{k_rows}x{t.fb}xf32>")
         e.emit(f"%P = memref.cast %P0 : memref<0x{k_rows}x{t.fb}xf32> to {pd_t}")
     if parallel:
         if shared:
-            e.emit(f"%P = memref.cast %Ps : {panel_type(s, t)} to {pd_t}")
+            e.emit(f"%P = memref.cast %Ps : {panel_type(s, t.fb)} to {pd_t}")
         e.emit("%one = llvm.mlir.constant(1 : i64) : i64")
         e.emit(f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr")
         for i, (val, ty, rank) in enumerate(args):
@@ -343,7 +280,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %false, {c0}, {e.c(items)}) : "
                f"({body_sig}) -> ()")
     params = f"%X: {x_t}, %Wt: {w_t}, %O: {o_t}" + \
-        (f", %Ps: {panel_type(s, t)}" if shared else "")
+        (f", %Ps: {panel_type(s, t.fb)}" if shared else "")
     head = [f"  func.func private @{name}({params}) {{"]
     head += [f"    {n} = arith.constant {val} : index" for val, n in sorted(e.consts.items())]
     text = [*head, *e.lines, "    return", "  }"]
@@ -372,7 +309,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                      "%hi: index) {", *load_ctx([1, 3]),
                      f"    func.call @{name}_pack(%Wt, %P, %lo, %hi) : ({w_t}, {pd_t}, "
                      "index, index) -> ()", "    return", "  }"]
-            text += _render_shared_pack(s, t, name)
+            text += render_shared_pack(s, t.fb, name)
 
     # -- @name_body: items [lo, hi) -------------------------------------------------------
     b = _Emitter()

@@ -36,13 +36,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes._conv_kernel import (
-    choose_conv_tile,
-    conv_items,
-    panel_type,
-    render_direct_conv,
-    shares_panel,
-)
+from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
+from accel.passes._conv_shared_panel import panel_type, shares_panel
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
 from accel.passes._gemm_epilogue import defining_op, is_fresh, is_zero_fill, position
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
@@ -296,8 +291,8 @@ class ConvKernels(ModulePass):
                     text = render_direct_conv(spec, tile, name, parallel=parallel,
                                               dealloc=self.dealloc, store=store)
                     _move_new_funcs(module, text, known)
-                if parallel and shares_panel(spec, tile):  # for threads > filter blocks
-                    self._replace_with_panel(op, name, panel_type(spec, tile))
+                if parallel and shares_panel(spec, tile.fb):  # threads > filter blocks
+                    self._replace_with_panel(op, name, panel_type(spec, tile.fb))
                     continue
             self._replace(op, name)
 

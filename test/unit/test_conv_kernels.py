@@ -220,9 +220,9 @@ def test_shared_panel_matches_eager(threads, monkeypatch, c, f, k):
     shared panel by a parallel pack (runs of panel rows), and the items read it; with
     fewer, each thread packs its own. Both give eager's result, at 1 to 16 threads (the
     size floor lowered so that small convs take the shared path here)."""
-    from accel.passes import _conv_kernel
+    from accel.passes import _conv_shared_panel
 
-    monkeypatch.setattr(_conv_kernel, "SHARED_MIN_FLOATS", 0)
+    monkeypatch.setattr(_conv_shared_panel, "SHARED_MIN_FLOATS", 0)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(c, f, k, padding=1), torch.nn.ReLU()).eval()
     x = torch.randn(2, c, 40, 40)  # above parallel-min-flops
@@ -242,9 +242,9 @@ def test_shared_panel_in_the_aot_library(tmp_path: Path, monkeypatch):
     """The AOT library's kernels read its own thread count (0 until its first parallel
     call, then ACCEL_NUM_THREADS): the first call packs per thread, the later ones share
     the panel (16 threads, more than the filter blocks); both give eager's result."""
-    from accel.passes import _conv_kernel
+    from accel.passes import _conv_shared_panel
 
-    monkeypatch.setattr(_conv_kernel, "SHARED_MIN_FLOATS", 0)
+    monkeypatch.setattr(_conv_shared_panel, "SHARED_MIN_FLOATS", 0)
     monkeypatch.setenv("ACCEL_NUM_THREADS", "16")
     torch.manual_seed(0)
     model = torch.nn.Conv2d(72, 40, 3, padding=1).eval()
@@ -264,12 +264,13 @@ def test_small_filters_pack_per_thread():
     """Below SHARED_MIN_FLOATS a filter block costs a thread less to pack than sharing
     does: no shared panel, no read of the thread count (ResNet-18: only the 512-channel
     3x3 layers share)."""
-    from accel.passes._conv_kernel import shares_panel
+    from accel.passes._conv_shared_panel import shares_panel
 
-    tile = choose_conv_tile(ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7), 16)
-    assert shares_panel(ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7), tile)
+    layer4 = ConvSpec(n=1, c=512, h=9, w=9, f=512, kh=3, kw=3, oh=7, ow=7)
+    fb = choose_conv_tile(layer4, 16).fb  # 64: 295K floats a block
+    assert shares_panel(layer4, fb)
     assert not shares_panel(ConvSpec(n=1, c=256, h=16, w=16, f=256, kh=3, kw=3, oh=14, ow=14),
-                            tile)
+                            fb)
 
 
 def test_torch_compile_backend():
