@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
+
 from accel.runtime.symbols import _free
 
 #: The allocated pointer `memref.get_global` puts in descriptors of constant globals.
@@ -73,3 +77,19 @@ def reuse_large_blocks() -> bool:
     _tuned = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)) and \
         bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
     return _tuned
+
+
+@contextlib.contextmanager
+def collections_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused inside the block (if it was enabled): a
+    call that wraps many short-lived results lets them die by reference counting before a
+    collection sees them, instead of promoting them to older generations (which triggers
+    full collections of the whole heap). Collections due meanwhile run after the block."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from accel.diagnostics import AccelError
-from accel.runtime.heap import reuse_large_blocks
+from accel.runtime.heap import collections_paused, reuse_large_blocks
 from accel.training import optimizers
 from accel.training.graphs import TrainGraphs
 from accel.training.rng import draw_key
@@ -116,6 +116,16 @@ class TrainStep:
 
     # -- a step ---------------------------------------------------------------------------
     def __call__(self, *batch: Any) -> Any:
+        # A step wraps ~1,300 results (arrays, their owners, tensors: GC-tracked objects)
+        # that die when it returns. A cyclic collection in the middle of a step found them
+        # alive and promoted them, so every ~100 steps a full collection walked the whole
+        # heap: 177 ms with torch imported (566K objects), 1.8 ms per step on average (9%
+        # of the ResNet-18 step at 1 thread). Paused for the step, the collections run
+        # after it, when the step's objects are gone.
+        with collections_paused():
+            return self._step(*batch)
+
+    def _step(self, *batch: Any) -> Any:
         import torch
 
         self._check_unchanged()
