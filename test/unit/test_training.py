@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import accel
+import accel.phases
 import pytest
 import torch
 from accel.diagnostics import AccelError
@@ -389,6 +390,33 @@ def test_pooling_and_convolution_backward_decompositions(kernel: int, stride: in
     # Dilated, transposed: left to torch-mlir.
     assert _convolution_backward(dy, x, w, [4], [1, 1], [0, 0], [2, 2], False, [0, 0], 1,
                                  [True, True, True]) is NotImplemented
+
+
+def test_strided_conv_input_gradient_is_one_convolution() -> None:
+    """A stride-2 3x3 conv's input gradient is one convolution (of the output gradient,
+    zero-interleaved by the stride, with the flipped, transposed weight), which
+    accel-conv-kernels runs as a direct kernel, not a GEMM and col2im's nine interleaved,
+    padded slices; 4 steps of SGD match eager (odd input size: the last row and column
+    get no gradient from any window)."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(16 * 5 * 5, 10)).train()
+    model, eager, opt, eager_opt = twins(model, lambda p: torch.optim.SGD(p, lr=0.1))
+
+    def batch(i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(4, 1, 9, 9, generator=g), torch.randint(0, 10, (4,), generator=g)
+
+    with accel.phases.recording(keep_ir=True) as rec:
+        step = accel.compile_train_step(model, classify, opt, batch(0))
+    backward = next(p.ir for p in rec.phases if p.name == "backward-linalg")
+    assert backward.count("linalg.conv_2d_nchw_fchw") == 1  # the second conv's input grad
+    for i in range(4):
+        step(*batch(i))
+        eager_step(eager, eager_opt, classify, batch(i))
+    assert_same_training(model, eager, opt, eager_opt)
 
 
 # --- what the step exposes ---------------------------------------------------------------

@@ -527,10 +527,11 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
 
     - weight: im2col of the padded input (the kernel's kh*kw strided windows, stacked) times
       the output gradient: (o, n*oh*ow) @ (n*oh*ow, kh*kw*i);
-    - input: the flipped problem, col2im: (kh*kw*i, o) @ (o, n*oh*ow), each kernel offset's
-      slice zero-interleaved by the stride, shifted into place (padding) and summed, then the
-      convolution's padding cropped off; at stride 1 (padding < kernel) instead the forward
-      convolution of the output gradient with the flipped, transposed weight.
+    - input (padding < kernel): the forward convolution of the output gradient,
+      zero-interleaved by the stride, with the flipped, transposed weight (accel's direct
+      conv kernel); else, and for strided 1x1 convolutions, the flipped problem as col2im:
+      (kh*kw*i, o) @ (o, n*oh*ow), each kernel offset's slice zero-interleaved by the
+      stride, shifted into place (padding) and summed, then the padding cropped off.
 
     im2col materialises n*oh*ow*kh*kw*i values, as accel's own im2col convolutions do.
     Grouped convolutions (MobileNet's depthwise ones) are the same products batched over
@@ -561,12 +562,17 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
         cols_t = torch.stack(windows, 0).permute(0, 2, 1, 3, 4).reshape(kh * kw * i,
                                                                          n * oh * ow)
         grad_weight = (rows @ cols_t.t()).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
-    if output_mask[0] and (sh, sw) == (1, 1) and ph < kh and pw < kw:
-        # Stride 1: the input gradient is a forward convolution of the output gradient
-        # with the flipped, transposed weight (accel-conv-kernels' direct kernel), not a
-        # GEMM into kh*kw full-size slices summed by col2im.
-        grad_input = torch.nn.functional.conv2d(
-            grad, weight.flip(2, 3).transpose(0, 1), padding=(kh - 1 - ph, kw - 1 - pw))
+    if output_mask[0] and ph < kh and pw < kw and ((sh, sw) == (1, 1) or kh * kw > 1):
+        # The input gradient is a forward convolution of the output gradient (strided: of
+        # it zero-interleaved by the stride) with the flipped, transposed weight: one call
+        # of accel-conv-kernels' direct kernel. col2im instead wrote kh*kw interleaved,
+        # padded full-size slices and summed them: a ResNet train step's stride-2 3x3
+        # layers spent ~0.5 ms each there, against ~0.1 ms for the convolution, whose
+        # zeros cost sh*sw times the multiply-adds (1x1 layers keep col2im: one slice).
+        conv = torch.nn.functional.conv2d(
+            _interleave(grad, sh, sw), weight.flip(2, 3).transpose(0, 1),
+            padding=(kh - 1 - ph, kw - 1 - pw))
+        grad_input = _fit(conv, h, w)
     elif output_mask[0]:
         parts = (weight.permute(2, 3, 1, 0).reshape(kh * kw * i, o) @ rows).reshape(
             kh, kw, i, n, oh, ow).permute(0, 1, 3, 2, 4, 5)  # (kh, kw, n, i, oh, ow)
@@ -587,6 +593,17 @@ def _empty_permuted(size: Any, physical_layout: Any, **kwargs: Any) -> Any:
     inverse = [layout.index(i) for i in range(len(layout))]
     empty = torch.ops.aten.empty.memory_format(physical, **kwargs)
     return torch.ops.aten.permute.default(empty, inverse)
+
+
+def _fit(x: Any, h: int, w: int) -> Any:
+    """(n, c, a, b) -> (n, c, h, w): cropped at the end, or zero-padded there (input rows
+    and columns no output window reached get a zero gradient)."""
+    import torch
+
+    extra_h, extra_w = max(0, h - int(x.shape[2])), max(0, w - int(x.shape[3]))
+    if extra_h or extra_w:
+        x = torch.nn.functional.pad(x, (0, extra_w, 0, extra_h))
+    return x[:, :, :h, :w]
 
 
 def _col2im(parts: Any, sh: int, sw: int, ph: int, pw: int, h: int, w: int) -> Any:
