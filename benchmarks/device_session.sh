@@ -4,7 +4,8 @@
 #      library, flash attention, SGEMM, precision modes);
 #   2. benchmarks/gpu.py (accel vs eager, cuBLAS/SDPA and inductor, CUDA events);
 #   3. compute-sanitizer memcheck over the matmul and attention kernels;
-#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1);
+#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1),
+#      then benchmarks/conv_scaling.py (ResNet-18 per conv layer, all cores and 1);
 #   5. the training steps of benchmarks/training.py there (MLP, CNN+BN and ResNet-18, all
 #      cores and 1).
 # Each stage has a share of one deadline, so a slow stage cannot starve the rest, and every
@@ -39,6 +40,10 @@ stage "cpu benchmarks" 150 python3 benchmarks/run.py --quick \
   --frameworks torch onnxruntime accel inductor --threads "$(nproc)" 1 \
   --workloads matmul_1024 conv2d_3x3 mlp_b64 attention resnet18 \
   --worker-timeout 90 --json "$out/cpu.json"
+# Per conv layer of ResNet-18 and the whole model, all cores and 1 (what scales and what
+# does not: the session-15 findings came from this).
+stage "conv scaling" 100 python3 benchmarks/conv_scaling.py --threads "$(nproc)" 1 \
+  --seconds 0.3 --json "$out/conv_scaling.json"
 # One run per thread count, so a timeout loses one JSON, not both (ResNet-18's step
 # compiles in ~45 s there).
 stage "training, all cores" 90 python3 benchmarks/training.py --models mlp cnn resnet18 \
