@@ -79,15 +79,16 @@ def ort_session(model: Any, inputs: tuple[Any, ...], threads: int) -> Any:
     return lambda: session.run(None, feeds)
 
 
-class Eltwise:  # a memory-bound elementwise chain: how the fork-join itself scales
-    def __new__(cls) -> Any:
-        import torch
+def eltwise() -> tuple[Any, tuple[Any, ...]]:
+    """A memory-bound elementwise chain (relu(2x + 1) over 64 x 112 x 112): how the
+    fork-join itself scales."""
+    import torch
 
-        class Chain(torch.nn.Module):
-            def forward(self, x: Any) -> Any:
-                return torch.relu(x * 2.0 + 1.0)
+    class Chain(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.relu(x * 2.0 + 1.0)
 
-        return Chain()
+    return Chain(), (torch.randn(64, 112, 112),)
 
 
 def measure(model: Any, inputs: tuple[Any, ...], threads: list[int], seconds: float,
@@ -138,6 +139,10 @@ def main() -> None:
                         choices=["accel", "eager", "ort"])
     parser.add_argument("--json", default=os.path.join(HERE, "results", "conv_scaling.json"))
     args = parser.parse_args()
+    known = [row[0] for row in LAYERS] + ["resnet18", "eltwise"]
+    unknown = [name for name in args.layers or [] if name not in known]
+    if unknown:
+        parser.error(f"unknown layer {unknown[0]!r} (known: {', '.join(known)})")
     from benchmarks import zoo_models
 
     doc: dict[str, Any] = {"host": host_info(), "threads": args.threads, "results": {}}
@@ -149,8 +154,7 @@ def main() -> None:
         jobs.append(("resnet18", 1, lambda: (lambda b: (b.model, b.inputs(0)))(
             zoo_models.ZOO["resnet18"]("full"))))
     if args.layers and "eltwise" in args.layers:
-        jobs.append(("eltwise", 1, lambda: (Eltwise(), (__import__("torch").randn(
-            64, 112, 112),))))
+        jobs.append(("eltwise", 1, eltwise))
     fw = args.frameworks
     heads = [f"{f}@{t}" for t in args.threads for f in fw] + [f"{f}-scale" for f in fw]
     print(f"{'layer':14} x  " + "  ".join(f"{h:>11}" for h in heads), flush=True)

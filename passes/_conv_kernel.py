@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.passes._conv_shared_panel import (
-    NUM_THREADS_DECL,
     pack_rows,
     panel_type,
     render_shared_pack,
@@ -44,7 +43,7 @@ from accel.passes._conv_shared_panel import (
 )
 from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
 from accel.passes._pack import emit_transposed_pack, transpose8
-from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
+from accel.passes._parallel_abi import NUM_THREADS, NUM_THREADS_DECL, PARALLEL_FOR_DECL, fork_join
 
 
 @dataclass(frozen=True)
@@ -261,7 +260,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             ptr = e.op(f"llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}")
             e.emit(f"llvm.store {d}, {ptr} : {_descriptor(rank)}, !llvm.ptr")
         if shared:  # the shared panel when the threads outnumber the filter blocks
-            e.emit("%ntp = llvm.mlir.addressof @accel_num_threads : !llvm.ptr")
+            e.emit(f"%ntp = llvm.mlir.addressof @{NUM_THREADS} : !llvm.ptr")
             e.emit("%nt32 = llvm.load %ntp : !llvm.ptr -> i32")
             e.emit("%nt = arith.index_cast %nt32 : i32 to index")
             e.emit(f"scf.if {e.cmp('ugt', '%nt', e.c(fblocks))} {{")

@@ -17,9 +17,6 @@ from accel.passes._pack import emit_transposed_pack
 #: Most panel rows one item of the shared pack copies (`pack_rows`): 576 = 64 channels of a
 #: 3x3 window, 64 x 576 floats (147 KB) per item for a 64-filter block.
 PACK_ROWS = 576
-#: Whether parallel direct convs pack into the shared panel when threads outnumber filter
-#: blocks (False: never; for measurements).
-SHARED_PANEL = True
 #: Smallest filter block (KH*KW*C*FB floats) packed into the shared panel. Measured per
 #: layer at 16 threads on a 16-core Xeon (shared against per-thread): ResNet-18's 512-channel
 #: 3x3 layer (295K floats a block, 8 blocks) 0.63 vs 0.96 ms, but its 147K-float blocks
@@ -27,14 +24,12 @@ SHARED_PANEL = True
 #: one (8 blocks) 0.27 vs 0.21 ms. Below this, a thread packs its block faster than the
 #: extra fork-join and the reads of a panel another core packed cost.
 SHARED_MIN_FLOATS = 1 << 18
-#: The runtime's thread count (python/accel/host/parallel.py), read to choose the shared panel.
-NUM_THREADS_DECL = "llvm.mlir.global external @accel_num_threads() {addr_space = 0 : i32} : i32"
 
 
 def shares_panel(spec: ConvSpec, fb: int) -> bool:
     """Whether a parallel direct conv of this shape, FB filters a block, takes the shared
     panel."""
-    return SHARED_PANEL and spec.c * spec.kh * spec.kw * fb >= SHARED_MIN_FLOATS
+    return spec.c * spec.kh * spec.kw * fb >= SHARED_MIN_FLOATS
 
 
 def panel_type(spec: ConvSpec, fb: int) -> str:

@@ -12,12 +12,14 @@ GEMM/conv kernels, flash-attention tiles and accel-parallelize-loops all call it
 
 from __future__ import annotations
 
-from accel.host.parallel import PARALLEL_FOR  # the runtime's symbol
+from accel.host.parallel import NUM_THREADS, PARALLEL_FOR  # the runtime's symbols
 
 #: The type of an entry function: (ctx, lo, hi) -> ().
 ENTRY_TYPE = "(!llvm.ptr, index, index) -> ()"
 #: The runtime's declaration, for modules that call it.
 PARALLEL_FOR_DECL = f"func.func private @{PARALLEL_FOR}({ENTRY_TYPE}, !llvm.ptr, index)"
+#: The runtime's thread count, for kernels that choose a path by it (an i32 global).
+NUM_THREADS_DECL = f"llvm.mlir.global external @{NUM_THREADS}() {{addr_space = 0 : i32}} : i32"
 
 
 def fork_join(entry: str, ctx: str, items: str, *, indent: str = "") -> list[str]:

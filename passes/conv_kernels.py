@@ -302,8 +302,8 @@ class ConvKernels(ModulePass):
         with InsertionPoint(op), op.location:
             buffer = dialects.memref.AllocOp(ir.MemRefType(ir.Type.parse(panel)), [], [],
                                              alignment=64).result
-        block_ops = list(op.block.operations)
-        after = block_ops[[o.operation for o in block_ops].index(op) + 1]
+        block_ops = [o.operation for o in op.block.operations]
+        after = block_ops[position(block_ops, op) + 1]
         replace_with_call(op, name, [*op.operands, buffer])
         if self.dealloc:  # after the deallocation pipeline: free it here
             with InsertionPoint(after), after.location:

@@ -25,3 +25,14 @@ def test_one_layer_record(tmp_path, monkeypatch) -> None:
     for threads in ("2", "1"):
         assert set(layer["ms"][threads]) == {"accel", "eager"}
         assert all(ms > 0 for ms in layer["ms"][threads].values())
+
+
+def test_unknown_layer_is_a_one_line_error(monkeypatch, capsys) -> None:
+    import pytest
+
+    monkeypatch.setattr(sys, "argv", ["conv_scaling.py", "--layers", "l9_3x3"])
+    with pytest.raises(SystemExit) as exit_info:
+        conv_scaling.main()
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "unknown layer 'l9_3x3'" in err and "l4_3x3_512" in err

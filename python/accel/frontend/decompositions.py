@@ -620,11 +620,7 @@ def _col2im(parts: Any, sh: int, sw: int, ph: int, pw: int, h: int, w: int) -> A
             shifted = pad(part, (dj, kw - dj, di, kh - di))
             total = shifted if total is None else total + shifted
     assert total is not None
-    extra_h = max(0, ph + h - int(total.shape[2]))
-    extra_w = max(0, pw + w - int(total.shape[3]))
-    if extra_h or extra_w:
-        total = pad(total, (0, extra_w, 0, extra_h))
-    return total[:, :, ph:ph + h, pw:pw + w]
+    return _fit(total[:, :, ph:, pw:], h, w)
 
 
 def _grouped_convolution_backward(grad: Any, x: Any, weight: Any, stride: Any, padding: Any,
