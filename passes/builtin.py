@@ -14,6 +14,7 @@ from accel.passes import (  # noqa: F401 - imported to register
     conv_kernels,
     dedupe_functions,
     emit_c_interface,
+    fold_flips,
     fold_matmul_upcasts,
     guard_division,
     loop_interchange,
