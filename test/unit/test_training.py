@@ -24,7 +24,6 @@ import accel.phases
 import pytest
 import torch
 from accel.diagnostics import AccelError
-from accel.frontend.decompositions import _convolution_backward as _CONVOLUTION_BACKWARD
 from training_models import (
     MLP,
     OPTIMIZERS,
@@ -529,37 +528,13 @@ def test_call_errors() -> None:
         step(*vector_batch(1))
 
 
-def _tap_major_convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any,
-                                    stride: Any, padding: Any, *rest: Any) -> Any:
-    """accel's `convolution_backward` with the weight gradient as session 15 built it: the
-    im2col windows stacked tap-major, copied channel-major, the product permuted back."""
-    mask = rest[-1]
-    gi, _, gb = _CONVOLUTION_BACKWARD(
-        grad, x, weight, bias_sizes, stride, padding, *rest[:-1], [mask[0], False, mask[2]])
-    if not mask[1]:
-        return gi, None, gb
-    o, i, kh, kw = (int(d) for d in weight.shape)
-    (sh, sw), (ph, pw) = stride, padding
-    n, oh, ow = int(x.shape[0]), int(grad.shape[2]), int(grad.shape[3])
-    xp = torch.nn.functional.pad(x, (pw, pw, ph, ph))
-    windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
-               for di in range(kh) for dj in range(kw)]
-    cols_t = torch.stack(windows, 0).permute(0, 2, 1, 3, 4).reshape(kh * kw * i, n * oh * ow)
-    rows = grad.permute(1, 0, 2, 3).reshape(o, n * oh * ow)
-    return gi, (rows @ cols_t.t()).reshape(o, kh, kw, i).permute(0, 3, 1, 2), gb
-
-
 def test_batchnorm_backward_fuses_after_a_refusal(monkeypatch) -> None:
-    """benchmarks/training.py's CNN (28x28, batch 32) as the decompositions and pipeline of
-    session 15 built it: fusion refuses its backward part (MLIR duplicates a BatchNorm sum)
-    and fuses it again with that sum's writers made calls (passes/affine_fusion.py). The
-    retry must happen and the training match eager. (Today's weight gradient and
-    accel-fold-flips leave a graph that fuses at once; this one still reaches the retry.)"""
+    """benchmarks/training.py's CNN (28x28, batch 32): fusion refuses its backward part
+    (MLIR duplicates a BatchNorm sum) and fuses it again with that sum's writers made
+    calls (passes/affine_fusion.py). The retry must happen and the training match eager."""
     import sys
     from pathlib import Path
 
-    import accel.host.pipelines as pipelines
-    from accel.frontend import decompositions
     from accel.passes import affine_fusion
 
     retried: list[bool] = []
@@ -570,9 +545,6 @@ def test_batchnorm_backward_fuses_after_a_refusal(monkeypatch) -> None:
         return retried[-1]
 
     monkeypatch.setattr(affine_fusion, "_outline_writers", spy)
-    monkeypatch.setattr(pipelines, "FOLD_FLIPS", "accel-no-such-pass")
-    monkeypatch.setattr(decompositions, "_convolution_backward",
-                        _tap_major_convolution_backward)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import training as bench
 
