@@ -545,3 +545,77 @@ func.func @accumulate_into_initialised_argument(%x: memref<4x8xf32>, %acc: memre
   }
   return
 }
+
+// -----
+
+// A buffer that reaches a call through a chain of views (a weight gradient's im2col:
+// expand_shape -> collapse_shape -> the GEMM kernel's call): the call's stand-ins use the
+// base under the whole chain, so the function still fuses (the elementwise pair becomes
+// one nest, without %t). Refusing the chain left a CNN's whole backward unfused.
+// CHECK-LABEL: func.func @view_chain_to_call
+// CHECK:         memref.collapse_shape
+// CHECK-NEXT:    call @consume
+// CHECK-NEXT:    affine.for
+// CHECK-NEXT:      affine.load %arg0
+// CHECK-NEXT:      arith.mulf
+// CHECK-NEXT:      arith.addf
+// CHECK-NEXT:      affine.store %{{.*}}, %arg1
+// CHECK-NOT:     affine.for
+func.func private @consume(memref<6x4xf32>)
+func.func @view_chain_to_call(%x: memref<24xf32>, %out: memref<24xf32>) {
+  %two = arith.constant 2.0 : f32
+  %b = memref.alloc() : memref<24xf32>
+  affine.for %i = 0 to 24 {
+    %v = affine.load %x[%i] : memref<24xf32>
+    affine.store %v, %b[%i] : memref<24xf32>
+  }
+  %e = memref.expand_shape %b [[0, 1, 2]] output_shape [2, 3, 4] : memref<24xf32> into memref<2x3x4xf32>
+  %c = memref.collapse_shape %e [[0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
+  func.call @consume(%c) : (memref<6x4xf32>) -> ()
+  %t = memref.alloc() : memref<24xf32>
+  affine.for %i = 0 to 24 {
+    %v = affine.load %x[%i] : memref<24xf32>
+    %m = arith.mulf %v, %two : f32
+    affine.store %m, %t[%i] : memref<24xf32>
+  }
+  affine.for %i = 0 to 24 {
+    %v = affine.load %t[%i] : memref<24xf32>
+    %a = arith.addf %v, %two : f32
+    affine.store %a, %out[%i] : memref<24xf32>
+  }
+  memref.dealloc %t : memref<24xf32>
+  memref.dealloc %b : memref<24xf32>
+  return
+}
+
+// -----
+
+// Negative: the chain of views ends in a non-affine load, which fusion's dependence
+// analysis cannot see: the function is left unfused (three nests).
+// CHECK-LABEL: func.func @view_chain_to_a_load
+// CHECK-COUNT-3: affine.for
+func.func @view_chain_to_a_load(%x: memref<24xf32>, %out: memref<24xf32>, %k: index) -> f32 {
+  %two = arith.constant 2.0 : f32
+  %b = memref.alloc() : memref<24xf32>
+  affine.for %i = 0 to 24 {
+    %v = affine.load %x[%i] : memref<24xf32>
+    affine.store %v, %b[%i] : memref<24xf32>
+  }
+  %e = memref.expand_shape %b [[0, 1, 2]] output_shape [2, 3, 4] : memref<24xf32> into memref<2x3x4xf32>
+  %c = memref.collapse_shape %e [[0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
+  %r = memref.load %c[%k, %k] : memref<6x4xf32>
+  %t = memref.alloc() : memref<24xf32>
+  affine.for %i = 0 to 24 {
+    %v = affine.load %x[%i] : memref<24xf32>
+    %m = arith.mulf %v, %two : f32
+    affine.store %m, %t[%i] : memref<24xf32>
+  }
+  affine.for %i = 0 to 24 {
+    %v = affine.load %t[%i] : memref<24xf32>
+    %a = arith.addf %v, %two : f32
+    affine.store %a, %out[%i] : memref<24xf32>
+  }
+  memref.dealloc %t : memref<24xf32>
+  memref.dealloc %b : memref<24xf32>
+  return %r : f32
+}

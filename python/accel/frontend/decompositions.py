@@ -553,18 +553,19 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
     rows = grad.permute(1, 0, 2, 3).reshape(o, n * oh * ow)  # (o, n*oh*ow)
     grad_input = grad_weight = grad_bias = None
     if output_mask[1]:
-        xp = pad(x, (pw, pw, ph, ph))
-        windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
-                   for di in range(kh) for dj in range(kw)]
-        # cols^T (kh*kw*i, n*oh*ow): both operands run along the reduction, so a small
+        # The windows of the channel-major padded input, (i, n, oh, ow) each, stacked
+        # as (i, kh*kw, n, oh, ow): cols^T (i*kh*kw, n*oh*ow) is then that buffer as it
+        # is, and the product (o, i*kh*kw) is the weight's layout. Stacked tap-major,
+        # the im2col buffer was copied once more to put the channels first, and the
+        # product permuted into (o, i, kh, kw): two full copies, 20% of a small
+        # ResNet-18's backward. Both operands run along the reduction, so a small
         # layer's product (8 filters x 9 taps over 25088 positions) is dot products
         # (accel-matmul-microkernel's dot kernel), not a GEMM with a 9-wide B.
-        # (Stacked channel-major from x.transpose(0, 1), the permute copies below go away:
-        # the ResNet-18 step ran 6% faster, but benchmarks/training.py's CNN+BN step 19%
-        # slower, its backward fusing worse; docs/training.md, "Sixteenth session".)
-        cols_t = torch.stack(windows, 0).permute(0, 2, 1, 3, 4).reshape(kh * kw * i,
-                                                                         n * oh * ow)
-        grad_weight = (rows @ cols_t.t()).reshape(o, kh, kw, i).permute(0, 3, 1, 2)
+        xp = pad(x.transpose(0, 1), (pw, pw, ph, ph))
+        windows = [xp[:, :, di:di + (oh - 1) * sh + 1:sh, dj:dj + (ow - 1) * sw + 1:sw]
+                   for di in range(kh) for dj in range(kw)]
+        cols_t = torch.stack(windows, 1).reshape(i * kh * kw, n * oh * ow)
+        grad_weight = (rows @ cols_t.t()).reshape(o, i, kh, kw)
     if output_mask[0] and ph < kh and pw < kw and ((sh, sw) == (1, 1) or kh * kw > 1):
         # The input gradient is a forward convolution of the output gradient (strided: of
         # it zero-interleaved by the stride) with the flipped, transposed weight: one call
