@@ -557,8 +557,10 @@ def _convolution_backward(grad: Any, x: Any, weight: Any, bias_sizes: Any, strid
         # as (i, kh*kw, n, oh, ow): cols^T (i*kh*kw, n*oh*ow) is then that buffer as it
         # is, and the product (o, i*kh*kw) is the weight's layout. Stacked tap-major,
         # the im2col buffer was copied once more to put the channels first, and the
-        # product permuted into (o, i, kh, kw): two full copies, 20% of a small
-        # ResNet-18's backward. Both operands run along the reduction, so a small
+        # product permuted into (o, i, kh, kw): two full copies, 8.5% of a small
+        # ResNet-18's train step. (The stacked buffer reaches the GEMM through two views,
+        # which affine fusion must accept: docs/fusion.md, "Aliasing".) Both operands
+        # run along the reduction, so a small
         # layer's product (8 filters x 9 taps over 25088 positions) is dot products
         # (accel-matmul-microkernel's dot kernel), not a GEMM with a 9-wide B.
         xp = pad(x.transpose(0, 1), (pw, pw, ph, ph))
