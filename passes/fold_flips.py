@@ -26,8 +26,9 @@ extracted value; every index stays in bounds over the iteration space (`c - d` f
 [0, n) within the dimension it reads). A `linalg.transpose` that is the result's only user
 folds into the same map. The fill and the generic, left unused, are erased.
 
-Not in the default CPU pipeline: in a ResNet-18 train step it measured level at 1 thread
-(docs/training.md, "Sixteenth session"); `accel-opt -accel-fold-flips` runs it.
+In the default CPU pipeline at opt_level >= 1 (`accel.host.pipelines.FOLD_FLIPS`): the
+ResNet-18 train step 1-2% faster (min) and 3% (median) at 1 and 2 threads, and the copy
+runs on every thread (docs/training.md, "Sixteenth session").
 """
 
 from __future__ import annotations

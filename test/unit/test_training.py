@@ -531,10 +531,13 @@ def test_call_errors() -> None:
 def test_batchnorm_backward_fuses_after_a_refusal(monkeypatch) -> None:
     """benchmarks/training.py's CNN (28x28, batch 32): fusion refuses its backward part
     (MLIR duplicates a BatchNorm sum) and fuses it again with that sum's writers made
-    calls (passes/affine_fusion.py). The retry must happen and the training match eager."""
+    calls (passes/affine_fusion.py). The retry must happen and the training match eager.
+    (With accel-fold-flips the flipped weights' copies differ and the same backward fuses
+    at once: the pass is left out here, so that the retry path stays covered.)"""
     import sys
     from pathlib import Path
 
+    import accel.host.pipelines as pipelines
     from accel.passes import affine_fusion
 
     retried: list[bool] = []
@@ -545,6 +548,7 @@ def test_batchnorm_backward_fuses_after_a_refusal(monkeypatch) -> None:
         return retried[-1]
 
     monkeypatch.setattr(affine_fusion, "_outline_writers", spy)
+    monkeypatch.setattr(pipelines, "FOLD_FLIPS", "accel-no-such-pass")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import training as bench
 

@@ -52,6 +52,11 @@ FUSE_ON_TENSORS: list[tuple[str, str]] = [
     ("disable_unsafe_math_canonicalizations", "accel-unsafe-math-canonicalize"),
 ]
 
+#: First of the tensor-level passes at opt_level >= 1: flips (a gather over a zero fill,
+#: serial once bufferized) and a transpose of one become a single parallel affine copy
+#: (a convolution's input gradient flips and transposes every weight each train step).
+FOLD_FLIPS = "accel-fold-flips"
+
 #: First at every opt_level when `mm_conv_precision_mode` is not "default": the mode's
 #: casts around each matmul/convolution are semantics, not an optimisation, and must be in
 #: place before reduce-reduce fusion or the GEMM kernels rewrite the matmuls.
@@ -188,8 +193,9 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     precision = precision_passes(opts)
     if opts["opt_level"] == 0:
         return precision, BUFFERIZE, LOWER_TO_LLVM
-    fuse = precision + [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
-                        and (p.startswith("func.func(") or lookup_pass(p) is not None)]
+    fuse = precision + [p for p in (FOLD_FLIPS,) if lookup_pass(p) is not None] + \
+        [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
+         and (p.startswith("func.func(") or lookup_pass(p) is not None)]
     if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
         fuse = [p + "{reassociate-reductions=false}" if p == "accel-unsafe-math-canonicalize"
                 else p for p in fuse]
