@@ -16,6 +16,7 @@ from accel.passes import (  # noqa: F401 - imported to register
     emit_c_interface,
     fold_flips,
     fold_matmul_upcasts,
+    fold_matvec_transposes,
     guard_division,
     loop_interchange,
     matmul_microkernel,

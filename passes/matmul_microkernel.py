@@ -76,6 +76,7 @@ from accel.passes._gemm_kernel import (
     render_conv,
     render_gemm,
 )
+from accel.passes._gemv_kernel import gemv_fits, plan_gemv, render_gemv
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL
 from accel.passes.base import ModulePass, ops_named, register_pass
 
@@ -449,13 +450,43 @@ def _lower_dot(module: Operation, op: Operation, tiles: Tiles, known: set[str]) 
     return True
 
 
+def _lower_gemv(module: Operation, op: Operation, tiles: Tiles, known: set[str],
+                parallel_min: int | None) -> bool:
+    """Replace `op` with a call to a matrix-vector kernel (`_gemv_kernel.py`) when it has
+    at most GEMV_MAX_ROWS rows, reading nn.Linear's weight through the transpose that is
+    folded away: False, IR unchanged, otherwise."""
+    spec = match_gemm(op, 1, 0)
+    if spec is None or spec.batch or spec.trans_a:
+        return False
+    if not spec.trans_b:
+        source = _transposed_source(op, op.operands[1])
+        if source is not None and _static_f32(source) is not None and \
+                gemv_fits(replace(spec, trans_b=True), tiles.vl):
+            spec = _fold_weight_transpose(op, spec)
+    if not gemv_fits(spec, tiles.vl):
+        return False
+    # Vectors run along B's rows (nn) or along K in A and B (nt): unit strides there.
+    a_t, b_t = (ir.MemRefType(v.type) for v in list(op.operands)[:2])
+    if not _unit_inner_stride(b_t) or (spec.trans_b and not _unit_inner_stride(a_t)):
+        return False
+    fold_additive_epilogue(op)
+    plan = plan_gemv(spec, tiles.vl, parallel_min)
+    key = hashlib.sha1(f"{spec}{plan}{tiles.vl}".encode()).hexdigest()[:8]
+    name = f"accel_gemv_{spec.m}x{spec.n}x{spec.k}_n{'t' if spec.trans_b else 'n'}_{key}"
+    if name not in known:
+        _move_new_funcs(module, render_gemv(spec, tiles.vl, name, plan), known)
+    replace_with_call(op, name)
+    return True
+
+
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
                  min_flops: int, dealloc: bool, known: set[str],
                  parallel_min: int | None = None, direct_min: int | None = None) -> bool:
     """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match.
     `direct_min` (None: no unpacked kernels) is the smallest M*N*K given an unpacked kernel
     (`_gemm_direct.py`) when its operands fit the cache; only larger ones are packed."""
-    if direct_min is not None and _lower_dot(module, op, tiles, known):
+    if direct_min is not None and (_lower_dot(module, op, tiles, known) or
+                                   _lower_gemv(module, op, tiles, known, parallel_min)):
         return True
     low = min_flops if direct_min is None else min(min_flops, direct_min)
     spec = match_gemm(op, min_size, low)

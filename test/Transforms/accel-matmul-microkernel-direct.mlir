@@ -339,3 +339,56 @@ func.func @row_max_not_from_neg_inf(%A: memref<64x64xf32>, %B: memref<64x64xf32>
   }
   return %C, %M : memref<64x64xf32>, memref<64xf32>
 }
+
+// -----
+
+// One row times a K x N matrix (a decode step's GPT-2 Conv1D): the matrix-vector kernel
+// streams B's rows, 4 at a time (vector width 8), into a part of C held across them; the
+// last N % 8 columns go masked in a pass of their own.
+// CHECK-LABEL: func.func @gemv_nn
+// CHECK:       call @[[K:accel_gemv_1x100x300_nn_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]](
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:       vector.constant_mask [4] : vector<8xi1>
+// CHECK:       scf.for %{{.*}} = %c0 to %c300 step %c4
+// CHECK-COUNT-4: vector.broadcast
+// CHECK:       scf.for
+// CHECK-COUNT-4: vector.load %arg1
+// CHECK:       vector.fma
+// CHECK:       vector.store
+// CHECK:       scf.if
+// CHECK:       vector.maskedload %arg1
+// CHECK:       vector.maskedstore %arg2
+func.func @gemv_nn(%A: memref<1x300xf32>, %B: memref<300x100xf32>, %C: memref<1x100xf32>) {
+  linalg.matmul ins(%A, %B : memref<1x300xf32>, memref<300x100xf32>) outs(%C : memref<1x100xf32>)
+  return
+}
+
+// -----
+
+// Two rows times nn.Linear's N x K weight (too wide an output for the dot kernel): M x 4
+// vector dot products along K, one horizontal reduction per output.
+// CHECK-LABEL: func.func @gemv_nt
+// CHECK:       call @[[K:accel_gemv_2x300x100_nt_[0-9a-f]+]](%arg0, %arg1, %arg2)
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:       scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:       vector.maskedload %arg1
+// CHECK:       vector.reduction <add>
+func.func @gemv_nt(%A: memref<2x100xf32>, %B: memref<300x100xf32>, %C: memref<2x300xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%A, %B : memref<2x100xf32>, memref<300x100xf32>) outs(%C : memref<2x300xf32>)
+  return
+}
+
+// -----
+
+// Negative: five rows are no matrix-vector product (below min-size: left as a matmul).
+// CHECK-LABEL: func.func @five_rows
+// CHECK-NOT:   accel_gemv
+// CHECK:       linalg.matmul
+func.func @five_rows(%A: memref<5x300xf32>, %B: memref<300x100xf32>, %C: memref<5x100xf32>) {
+  linalg.matmul ins(%A, %B : memref<5x300xf32>, memref<300x100xf32>) outs(%C : memref<5x100xf32>)
+  return
+}

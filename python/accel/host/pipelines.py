@@ -57,6 +57,12 @@ FUSE_ON_TENSORS: list[tuple[str, str]] = [
 #: (a convolution's input gradient flips and transposes every weight each train step).
 FOLD_FLIPS = "accel-fold-flips"
 
+#: Next to FOLD_FLIPS: a matmul of at most 4 rows (a decode step's token, a head at batch 1)
+#: reads nn.Linear's N x K weight in place instead of a transposed copy, before
+#: SPLIT_FUNCTIONS can put the copy and the product in different parts (ResNet-50's head
+#: copied 8 MB per call there: 2.8 ms of 71).
+FOLD_MATVEC_TRANSPOSES = "accel-fold-matvec-transposes"
+
 #: First at every opt_level when `mm_conv_precision_mode` is not "default": the mode's
 #: casts around each matmul/convolution are semantics, not an optimisation, and must be in
 #: place before reduce-reduce fusion or the GEMM kernels rewrite the matmuls.
@@ -193,7 +199,8 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     precision = precision_passes(opts)
     if opts["opt_level"] == 0:
         return precision, BUFFERIZE, LOWER_TO_LLVM
-    fuse = precision + [p for p in (FOLD_FLIPS,) if lookup_pass(p) is not None] + \
+    fuse = precision + [p for p in (FOLD_FLIPS, FOLD_MATVEC_TRANSPOSES)
+                        if lookup_pass(p) is not None] + \
         [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
          and (p.startswith("func.func(") or lookup_pass(p) is not None)]
     if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go

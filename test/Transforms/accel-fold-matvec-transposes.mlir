@@ -1,0 +1,82 @@
+// RUN: accel-opt %s --split-input-file -accel-fold-matvec-transposes | FileCheck %s
+
+// nn.Linear at batch 1: the weight's transpose becomes the matmul's B map (N x K read
+// in place); the transpose and its empty tensor are gone.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear_row
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[R:.*]] = linalg.matmul indexing_maps = [#[[A]], #[[B]], #[[C]]] ins(%arg0, %arg1 : tensor<1x64xf32>, tensor<1000x64xf32>)
+// CHECK:       return %[[R]]
+func.func @linear_row(%x: tensor<1x64xf32>, %w: tensor<1000x64xf32>) -> tensor<1x1000xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x1000xf32>
+  %t = linalg.transpose ins(%w : tensor<1000x64xf32>) outs(%e : tensor<64x1000xf32>) permutation = [1, 0]
+  %o = tensor.empty() : tensor<1x1000xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%o : tensor<1x1000xf32>) -> tensor<1x1000xf32>
+  %r = linalg.matmul ins(%x, %t : tensor<1x64xf32>, tensor<64x1000xf32>) outs(%f : tensor<1x1000xf32>) -> tensor<1x1000xf32>
+  return %r : tensor<1x1000xf32>
+}
+
+// -----
+
+// Four rows still fold (GEMV_MAX_ROWS).
+// CHECK-LABEL: func.func @four_rows
+// CHECK-NOT:   linalg.transpose
+// CHECK:       linalg.matmul indexing_maps
+func.func @four_rows(%x: tensor<4x64xf32>, %w: tensor<32x64xf32>, %c: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<4x64xf32>, tensor<64x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
+
+// -----
+
+// Negative: five rows are the GEMM kernels' (which fold the copy themselves).
+// CHECK-LABEL: func.func @five_rows
+// CHECK:       linalg.transpose
+// CHECK:       linalg.matmul ins
+func.func @five_rows(%x: tensor<5x64xf32>, %w: tensor<32x64xf32>, %c: tensor<5x32xf32>) -> tensor<5x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<5x64xf32>, tensor<64x32xf32>) outs(%c : tensor<5x32xf32>) -> tensor<5x32xf32>
+  return %r : tensor<5x32xf32>
+}
+
+// -----
+
+// Negative: the transposed copy has another user, so it stays (and so does the matmul).
+// CHECK-LABEL: func.func @shared_copy
+// CHECK:       %[[T:.*]] = linalg.transpose
+// CHECK:       linalg.matmul ins(%arg0, %[[T]]
+// CHECK:       return {{.*}}, %[[T]]
+func.func @shared_copy(%x: tensor<1x64xf32>, %w: tensor<32x64xf32>, %c: tensor<1x32xf32>) -> (tensor<1x32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<1x64xf32>, tensor<64x32xf32>) outs(%c : tensor<1x32xf32>) -> (tensor<1x32xf32>)
+  return %r, %t : tensor<1x32xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+// Negative: B is not a transpose (GPT-2's Conv1D weight is already K x N).
+// CHECK-LABEL: func.func @plain_weight
+// CHECK:       linalg.matmul ins(%arg0, %arg1
+func.func @plain_weight(%x: tensor<1x64xf32>, %w: tensor<64x32xf32>, %c: tensor<1x32xf32>) -> tensor<1x32xf32> {
+  %r = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x32xf32>) outs(%c : tensor<1x32xf32>) -> tensor<1x32xf32>
+  return %r : tensor<1x32xf32>
+}
+
+// -----
+
+// Negative: f16 operands (the matrix-vector kernels are f32).
+// CHECK-LABEL: func.func @half
+// CHECK:       linalg.transpose
+func.func @half(%x: tensor<1x64xf16>, %w: tensor<32x64xf16>, %c: tensor<1x32xf16>) -> tensor<1x32xf16> {
+  %e = tensor.empty() : tensor<64x32xf16>
+  %t = linalg.transpose ins(%w : tensor<32x64xf16>) outs(%e : tensor<64x32xf16>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<1x64xf16>, tensor<64x32xf16>) outs(%c : tensor<1x32xf16>) -> tensor<1x32xf16>
+  return %r : tensor<1x32xf16>
+}
