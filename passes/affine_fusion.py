@@ -665,7 +665,7 @@ class AffineFusion(ModulePass):
         for func in swapped:
             remove_call_proxies(func)
         if self.scalar_replace and swapped:
-            replaced = run_isolated(module, swapped, "affine-scalrep")
+            replaced = run_isolated(module, swapped, "affine-scalrep,affine-loop-invariant-code-motion")
             if replaced is not None:
                 swapped = _replace_functions(module, swapped, replaced, check=False)
         for func in swapped:

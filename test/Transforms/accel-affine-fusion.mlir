@@ -619,3 +619,42 @@ func.func @view_chain_to_a_load(%x: memref<24xf32>, %out: memref<24xf32>, %k: in
   memref.dealloc %b : memref<24xf32>
   return %r : f32
 }
+
+// -----
+
+// BatchNorm at inference: a per-channel scale (a square root, a division) feeding the
+// per-element nest. Fusion recomputes the producer's slice inside the consumer; the
+// scale, which only depends on the channel, is hoisted out of the row and column loops
+// (affine-loop-invariant-code-motion after scalar replacement), not recomputed per element.
+// CHECK-LABEL: func.func @per_channel_scale
+// CHECK:       affine.for %[[C:.*]] = 0 to 8 {
+// CHECK:         math.sqrt
+// CHECK:         arith.divf
+// CHECK:         affine.for %{{.*}} = 0 to 16 {
+// CHECK-NEXT:      affine.for %{{.*}} = 0 to 16 {
+// CHECK-NOT:         math.sqrt
+// CHECK:             arith.mulf
+// CHECK:             affine.store
+func.func @per_channel_scale(%x: memref<8x16x16xf32>, %var: memref<8xf32>) -> memref<8x16x16xf32> {
+  %one = arith.constant 1.0 : f32
+  %s = memref.alloc() : memref<8xf32>
+  affine.for %c = 0 to 8 {
+    %v = affine.load %var[%c] : memref<8xf32>
+    %r = math.sqrt %v : f32
+    %q = arith.divf %one, %r : f32
+    affine.store %q, %s[%c] : memref<8xf32>
+  }
+  %y = memref.alloc() : memref<8x16x16xf32>
+  affine.for %c = 0 to 8 {
+    affine.for %h = 0 to 16 {
+      affine.for %w = 0 to 16 {
+        %a = affine.load %x[%c, %h, %w] : memref<8x16x16xf32>
+        %b = affine.load %s[%c] : memref<8xf32>
+        %p = arith.mulf %a, %b : f32
+        affine.store %p, %y[%c, %h, %w] : memref<8x16x16xf32>
+      }
+    }
+  }
+  memref.dealloc %s : memref<8xf32>
+  return %y : memref<8x16x16xf32>
+}

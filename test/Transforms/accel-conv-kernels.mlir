@@ -291,3 +291,36 @@ func.func @shared_panel(%x: memref<1x512x9x9xf32>, %w: memref<512x512x3x3xf32>, 
     ins(%x, %w : memref<1x512x9x9xf32>, memref<512x512x3x3xf32>) outs(%o : memref<1x512x7x7xf32>)
   return
 }
+
+// -----
+
+// A 1x1 conv into a fresh, zero-filled output (ResNet-50's bottlenecks): the fill goes
+// and the GEMM starts from zero ("_z": its first K block stores C, BLAS's beta = 0).
+// CHECK-LABEL: func.func @pointwise_fresh_output
+// CHECK-NOT:   linalg.fill
+// CHECK:       call @accel_pwconv_1x64x8x8_64x1x1_
+// CHECK:       func.func private @[[G:accel_gemm_64x64x64_nn_[0-9a-f]+_z]](
+// CHECK:       call @[[G]](
+// A bias-like fill of 1.0 stays and the GEMM adds into it (no "_z").
+// CHECK-LABEL: func.func @pointwise_bias_fill
+// CHECK:       linalg.fill
+// CHECK:       func.func private @{{accel_gemm_64x64x64_nn_[0-9a-f]+}}(
+func.func @pointwise_fresh_output(%x: memref<1x64x8x8xf32>, %w: memref<64x64x1x1xf32>) -> memref<1x64x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<1x64x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x64x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x64x8x8xf32>, memref<64x64x1x1xf32>) outs(%o : memref<1x64x8x8xf32>)
+  return %o : memref<1x64x8x8xf32>
+}
+
+// -----
+
+func.func @pointwise_bias_fill(%x: memref<1x64x8x8xf32>, %w: memref<64x64x1x1xf32>) -> memref<1x64x8x8xf32> {
+  %one = arith.constant 1.0 : f32
+  %o = memref.alloc() : memref<1x64x8x8xf32>
+  linalg.fill ins(%one : f32) outs(%o : memref<1x64x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x64x8x8xf32>, memref<64x64x1x1xf32>) outs(%o : memref<1x64x8x8xf32>)
+  return %o : memref<1x64x8x8xf32>
+}
