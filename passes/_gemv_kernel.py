@@ -43,11 +43,14 @@ from accel.passes._gemm_kernel import (
 )
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL
 
-#: Largest M given a matrix-vector kernel: up to 4 rows reuse each loaded piece of B from
-#: registers; from 16 rows (`min-size`) the GEMM kernels take over.
-GEMV_MAX_ROWS = 4
-#: Smallest M*N*K given one (below it the loops are as fast).
-GEMV_MIN_MACS = 1 << 12
+#: Largest M given a matrix-vector kernel: below 16 rows (`min-size`, from where the GEMM
+#: kernels take over). Rows go in groups (`_groups`) that reuse each loaded piece of B from
+#: registers: a decode step at batch 8 multiplies 8 rows by every weight.
+GEMV_MAX_ROWS = 15
+#: Smallest B (N*K floats) given one: 64 KB, past L1. Below it the loops read B from L1
+#: whatever their order, and affine fusion keeps an MLP layer's bias and activation in the
+#: same nest as its product (a kernel call ends the nest).
+GEMV_MIN_WEIGHTS = 1 << 14
 #: Bytes of C one nn item keeps in L1 while B's rows stream past it.
 _C_BYTES = 16 << 10
 #: Most items of one kernel (as the GEMM kernels' splits).
@@ -69,29 +72,40 @@ def gemv_fits(spec: GemmSpec, vl: int) -> bool:
     GEMV_MAX_ROWS rows, and a whole vector along the dimension it reads B by."""
     if spec.batch or spec.trans_a or spec.m > GEMV_MAX_ROWS:
         return False
-    if spec.m * spec.n * spec.k < GEMV_MIN_MACS:
+    if spec.n * spec.k < GEMV_MIN_WEIGHTS:
         return False
     return spec.k >= vl if spec.trans_b else spec.n >= vl
 
 
+def _groups(m: int, vl: int) -> list[list[int]]:
+    """A's rows in groups of at most 8 (AVX-512: 32 registers) or 4 (AVX2: 16), as even
+    as they come: each group reads its operand pieces of B once."""
+    size = 8 if vl >= 16 else 4
+    count = _ceil(m, size)
+    bounds = [m * g // count for g in range(count + 1)]
+    return [list(range(bounds[g], bounds[g + 1])) for g in range(count)]
+
+
 def _cols(m: int, vl: int) -> int:
-    """Columns per nt tile: M x COLS accumulators + M + COLS loads within the registers
-    (32 with AVX-512, 16 with AVX2)."""
-    return 4 if vl >= 16 or m <= 2 else 3 if m == 3 else 2
+    """Columns per nt tile for groups of at most `m` rows: M x COLS accumulators + M +
+    COLS loads within the registers (32 with AVX-512, 16 with AVX2)."""
+    if vl >= 16:
+        return 4 if m <= 4 else 2
+    return 4 if m <= 2 else 3 if m == 3 else 2
 
 
 def _ku(m: int, vl: int) -> int:
-    """Rows of B per nn step: M x KU broadcasts + KU loads + 1 accumulator in registers
-    (one row of A with AVX-512: 8 rows, one C load and store per 8 FMAs; GPT-2's
-    1 x 3072 x 768 at 1 thread 0.44 -> 0.34 ms with the item split below)."""
+    """Rows of B per nn step for a group of `m` rows: M x KU broadcasts + KU loads + 1
+    accumulator in registers (one row of A with AVX-512: 8 rows, one C load and store per
+    8 FMAs; GPT-2's 1 x 3072 x 768 at 1 thread 0.44 -> 0.34 ms with the item split below)."""
     if vl >= 16:
-        return 8 if m == 1 else 4
+        return 8 if m == 1 else 4 if m <= 4 else 2
     return 4 if m <= 2 else 2
 
 
 def plan_gemv(spec: GemmSpec, vl: int, parallel_min: int | None) -> GemvPlan:
     """Items for `spec`: one unless its work reaches `parallel_min` (None: serial)."""
-    unit = _cols(spec.m, vl) if spec.trans_b else vl
+    unit = _cols(len(_groups(spec.m, vl)[0]), vl) if spec.trans_b else vl
     macs = spec.m * spec.n * spec.k
     items = 1
     if parallel_min is not None and macs >= parallel_min:
@@ -105,23 +119,24 @@ def plan_gemv(spec: GemmSpec, vl: int, parallel_min: int | None) -> GemvPlan:
     return GemvPlan(ch=ch, chunks=chunks, parallel=chunks >= 2)
 
 
-def _nn_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
-    """C[:, n0:n1] += A @ B[:, n0:n1] for B stored K x N: n0 is a multiple of VL, n1 too
-    or N (then the last N % VL columns go masked, in a pass of their own)."""
+def _nn_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str, rows: list[int]
+             ) -> None:
+    """C[rows, n0:n1] += A[rows] @ B[:, n0:n1] for B stored K x N: n0 is a multiple of
+    VL, n1 too or N (then the last N % VL columns go masked, in a pass of their own)."""
     vt = f"vector<{vl}xf32>"
-    ku = _ku(spec.m, vl)
+    ku = _ku(len(rows), vl)
     nvec = e.op(f"arith.divui {e.sub(n1, n0)}, {e.c(vl)} : index")
 
     def k_loops(columns: str | None) -> None:
         """Every row of B over the span's whole vectors (`columns` None) or over the masked
         vector at `columns`."""
-        def rows(k: str, count: int) -> None:
+        def step(k: str, count: int) -> None:
             ks = [k if u == 0 else e.add(k, e.c(u)) for u in range(count)]
             def broadcast(i: int, k: str) -> str:
                 scalar = e.op(f"memref.load %A[{e.c(i)}, {k}] : {spec.a_type}")
                 return e.op(f"vector.broadcast {scalar} : f32 to {vt}", "a")
 
-            a = [[broadcast(i, kk) for kk in ks] for i in range(spec.m)]
+            a = [[broadcast(i, kk) for kk in ks] for i in rows]
 
             def vector(n: str, masked: bool) -> None:
                 def load(ref: str, typ: str) -> str:
@@ -131,11 +146,11 @@ def _nn_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
                     return e.op(f"vector.load {ref} : {typ}, {vt}")
 
                 bs = [load(f"%B[{kk}, {n}]", spec.b_type) for kk in ks]
-                for i in range(spec.m):
+                for r, i in enumerate(rows):
                     ref = f"%C[{e.c(i)}, {n}]"
                     acc = load(ref, spec.c_type)
                     for u in range(count):
-                        acc = e.op(f"vector.fma {a[i][u]}, {bs[u]}, {acc} : {vt}", "f")
+                        acc = e.op(f"vector.fma {a[r][u]}, {bs[u]}, {acc} : {vt}", "f")
                     if masked:
                         e.emit(f"vector.maskedstore {ref}, %mask, {acc} : {spec.c_type}, "
                                f"vector<{vl}xi1>, {vt}")
@@ -152,11 +167,11 @@ def _nn_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
         k_main = spec.k // ku * ku
         if k_main:
             e.open_for("%k", e.c(0), e.c(k_main), e.c(ku))
-            rows("%k", ku)
+            step("%k", ku)
             e.close()
         if spec.k > k_main:
             e.open_for("%kr", e.c(k_main), e.c(spec.k), e.c(1))
-            rows("%kr", 1)
+            step("%kr", 1)
             e.close()
 
     k_loops(None)
@@ -167,17 +182,18 @@ def _nn_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
         e.close()
 
 
-def _nt_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
-    """C[:, n0:n1] += A @ B[n0:n1, :]^T for B stored N x K: n0 is a multiple of COLS, n1
-    too or N (then the last N % COLS columns make a narrower tile)."""
+def _nt_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str, rows: list[int],
+             cols: int) -> None:
+    """C[rows, n0:n1] += A[rows] @ B[n0:n1, :]^T for B stored N x K: n0 is a multiple
+    of COLS, n1 too or N (then the last N % COLS columns make a narrower tile)."""
     vt = f"vector<{vl}xf32>"
     k_full = spec.k // vl * vl
-    cols = _cols(spec.m, vl)
+    nrows = len(rows)
 
     def tile(n: str, count: int) -> None:
         ns = [n if j == 0 else e.add(n, e.c(j)) for j in range(count)]
-        ms = [e.c(i) for i in range(spec.m)]
-        accs_n = spec.m * count
+        ms = [e.c(i) for i in rows]
+        accs_n = nrows * count
         types = ", ".join([vt] * accs_n)
         res = e.fresh("r")
 
@@ -198,15 +214,15 @@ def _nt_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str) -> None:
                    f"({types}) {{")
             e.indent += 1
             got = loads("%k", False)
-            out = [e.op(f"vector.fma {got[i]}, {got[spec.m + j]}, %acc{i * count + j} : {vt}",
-                        "f") for i in range(spec.m) for j in range(count)]
+            out = [e.op(f"vector.fma {got[i]}, {got[nrows + j]}, %acc{i * count + j} : {vt}",
+                        "f") for i in range(nrows) for j in range(count)]
             e.emit(f"scf.yield {', '.join(out)} : {types}")
             e.close()
             accs = [f"{res}#{i}" for i in range(accs_n)]
         if spec.k > k_full:
             got = loads(e.c(k_full), True)
-            accs = [e.op(f"vector.fma {got[i]}, {got[spec.m + j]}, {accs[i * count + j]} : "
-                         f"{vt}", "f") for i in range(spec.m) for j in range(count)]
+            accs = [e.op(f"vector.fma {got[i]}, {got[nrows + j]}, {accs[i * count + j]} : "
+                         f"{vt}", "f") for i in range(nrows) for j in range(count)]
         for i, m in enumerate(ms):
             for j, nj in enumerate(ns):
                 total = e.op(f"vector.reduction <add>, {accs[i * count + j]} : {vt} into f32")
@@ -235,12 +251,17 @@ def render_gemv(spec: GemmSpec, vl: int, name: str, plan: GemvPlan) -> str:
     e.indent = 2
     n0 = e.mul("%lo", e.c(plan.ch))
     n1 = e.min(e.mul("%hi", e.c(plan.ch)), e.c(spec.n))
+    groups = _groups(spec.m, vl)
     if spec.trans_b:
-        _nt_span(e, spec, vl, n0, n1)
+        cols = _cols(len(groups[0]), vl)
+        for rows in groups:
+            _nt_span(e, spec, vl, n0, n1, rows, cols)
     else:  # parts of the span whose C stays in L1 while B's rows stream past
         part = max(vl, _C_BYTES // (4 * spec.m) // vl * vl)
         e.open_for("%s0", n0, n1, e.c(part))
-        _nn_span(e, spec, vl, "%s0", e.min(e.add("%s0", e.c(part)), n1))
+        end = e.min(e.add("%s0", e.c(part)), n1)
+        for rows in groups:
+            _nn_span(e, spec, vl, "%s0", end, rows)
         e.close()
     vt = f"vector<{vl}xf32>"
     types = f"%A: {spec.a_type}, %B: {spec.b_type}, %C: {spec.c_type}"

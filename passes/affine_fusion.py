@@ -665,7 +665,12 @@ class AffineFusion(ModulePass):
         for func in swapped:
             remove_call_proxies(func)
         if self.scalar_replace and swapped:
-            replaced = run_isolated(module, swapped, "affine-scalrep,affine-loop-invariant-code-motion")
+            # Then what only depends on outer loops leaves the inner ones: a BatchNorm's
+            # per-channel 1 / sqrt(var + eps), fused into the per-element nest, was
+            # computed per element (LLVM cannot hoist the weights' loads past the output's
+            # stores). Sound where fusion is: both see memrefs by SSA value.
+            replaced = run_isolated(module, swapped,
+                                    "affine-scalrep,affine-loop-invariant-code-motion")
             if replaced is not None:
                 swapped = _replace_functions(module, swapped, replaced, check=False)
         for func in swapped:

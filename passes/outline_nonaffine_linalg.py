@@ -85,25 +85,38 @@ def outline_op(func: Operation, op: Operation, name: str) -> None:
     Values its body uses from outside (a linalg region may capture them) become
     arguments too."""
     operands = list(op.operands)
-    captured = _captures(op)
+    # Captured constants are cloned into the new function, not passed: an index that
+    # arrives as an argument is no constant there, and `memref.dim` with a dynamic index
+    # lowers to a copy of the sizes in an `alloca`, which inside a loop grows the stack at
+    # every iteration (a batch-8 GPT-2 decode step's cache copy overflowed the 8 MB stack).
+    captured = [v for v in _captures(op) if not _is_constant(v)]
+    constants = [v for v in _captures(op) if _is_constant(v)]
     ftype = ir.FunctionType.get([v.type for v in operands + captured], [])
     with op.location, InsertionPoint.after(func):
         outlined = dialects.func.FuncOp(name, ftype, visibility="private")
         entry = outlined.add_entry_block()
     args = list(entry.arguments)
     with op.location, InsertionPoint(entry):
+        inside = [value.owner.clone().results[0] for value in constants]
         clone = op.clone()
         for i, arg in enumerate(args[:len(operands)]):
             clone.operands[i] = arg
+        mapping = list(zip(captured, args[len(operands):], strict=True)) + \
+            list(zip(constants, inside, strict=True))
         for inner in ops_named(clone, None)[1:]:
             for i, value in enumerate(inner.operands):
-                for outer, arg in zip(captured, args[len(operands):], strict=True):
+                for outer, new in mapping:
                     if value == outer:
-                        inner.operands[i] = arg
+                        inner.operands[i] = new
         dialects.func.ReturnOp([])
     with op.location, InsertionPoint(op):
         dialects.func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands + captured)
     op.erase()
+
+
+def _is_constant(value: ir.Value) -> bool:
+    owner = value.owner
+    return isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant"
 
 
 def _captures(op: Operation) -> list[ir.Value]:

@@ -658,3 +658,40 @@ func.func @per_channel_scale(%x: memref<8x16x16xf32>, %var: memref<8xf32>) -> me
   memref.dealloc %s : memref<8xf32>
   return %y : memref<8x16x16xf32>
 }
+
+// -----
+
+// A nest with a data-dependent access becomes a private function before fusion; the
+// constants it captures (here the dimension index of `memref.dim`) are cloned into it,
+// not passed: a `memref.dim` with an index argument lowers to an `alloca` of the sizes
+// inside the loop, which grew the stack at every iteration (a batch-8 GPT-2 decode
+// step's broadcast of the KV cache overflowed the 8 MB stack).
+// CHECK-LABEL: func.func @broadcast_copy
+// CHECK:       call @[[N:broadcast_copy_nest[0-9]*]](%{{[^,]*}}, %{{[^,]*}}, %{{[^,)]*}})
+// CHECK:       func.func private @[[N]](%{{[^,]*}}: index, %{{[^,]*}}: memref<4x?xf32>, %{{[^,)]*}}: memref<4x?xf32>) {
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         memref.dim %{{.*}}, %[[C1]] : memref<4x?xf32>
+func.func @broadcast_copy(%m: memref<4x?xf32>, %n: index) -> memref<4x?xf32> {
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  %o = memref.alloc(%n) : memref<4x?xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to %n {
+      %d = memref.dim %m, %c1 : memref<4x?xf32>
+      %e = arith.cmpi eq, %d, %c1 : index
+      %s = arith.select %e, %c0, %j : index
+      %v = memref.load %m[%i, %s] : memref<4x?xf32>
+      affine.store %v, %o[%i, %j] : memref<4x?xf32>
+    }
+  }
+  %r = memref.alloc(%n) : memref<4x?xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %j = 0 to %n {
+      %v = affine.load %o[%i, %j] : memref<4x?xf32>
+      %w = arith.addf %v, %v : f32
+      affine.store %w, %r[%i, %j] : memref<4x?xf32>
+    }
+  }
+  return %r : memref<4x?xf32>
+}

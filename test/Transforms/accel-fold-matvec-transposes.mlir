@@ -21,28 +21,28 @@ func.func @linear_row(%x: tensor<1x64xf32>, %w: tensor<1000x64xf32>) -> tensor<1
 
 // -----
 
-// Four rows still fold (GEMV_MAX_ROWS).
-// CHECK-LABEL: func.func @four_rows
+// Fifteen rows still fold (GEMV_MAX_ROWS).
+// CHECK-LABEL: func.func @fifteen_rows
 // CHECK-NOT:   linalg.transpose
 // CHECK:       linalg.matmul indexing_maps
-func.func @four_rows(%x: tensor<4x64xf32>, %w: tensor<32x64xf32>, %c: tensor<4x32xf32>) -> tensor<4x32xf32> {
+func.func @fifteen_rows(%x: tensor<15x64xf32>, %w: tensor<32x64xf32>, %c: tensor<15x32xf32>) -> tensor<15x32xf32> {
   %e = tensor.empty() : tensor<64x32xf32>
   %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<4x64xf32>, tensor<64x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
-  return %r : tensor<4x32xf32>
+  %r = linalg.matmul ins(%x, %t : tensor<15x64xf32>, tensor<64x32xf32>) outs(%c : tensor<15x32xf32>) -> tensor<15x32xf32>
+  return %r : tensor<15x32xf32>
 }
 
 // -----
 
-// Negative: five rows are the GEMM kernels' (which fold the copy themselves).
-// CHECK-LABEL: func.func @five_rows
+// Negative: sixteen rows are the GEMM kernels' (which fold the copy themselves).
+// CHECK-LABEL: func.func @sixteen_rows
 // CHECK:       linalg.transpose
 // CHECK:       linalg.matmul ins
-func.func @five_rows(%x: tensor<5x64xf32>, %w: tensor<32x64xf32>, %c: tensor<5x32xf32>) -> tensor<5x32xf32> {
+func.func @sixteen_rows(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>, %c: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %e = tensor.empty() : tensor<64x32xf32>
   %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<5x64xf32>, tensor<64x32xf32>) outs(%c : tensor<5x32xf32>) -> tensor<5x32xf32>
-  return %r : tensor<5x32xf32>
+  %r = linalg.matmul ins(%x, %t : tensor<16x64xf32>, tensor<64x32xf32>) outs(%c : tensor<16x32xf32>) -> tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
 }
 
 // -----

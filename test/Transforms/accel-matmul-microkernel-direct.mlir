@@ -384,11 +384,31 @@ func.func @gemv_nt(%A: memref<2x100xf32>, %B: memref<300x100xf32>, %C: memref<2x
 
 // -----
 
-// Negative: five rows are no matrix-vector product (below min-size: left as a matmul).
-// CHECK-LABEL: func.func @five_rows
+// Eight rows (a decode step at batch 8) in two groups of four (vector width 8): each group
+// streams B once with its own broadcasts.
+// CHECK-LABEL: func.func @gemv_eight_rows
+// CHECK:       call @[[K:accel_gemv_8x100x300_nn_[0-9a-f]+]](
+// CHECK:       func.func private @[[K]]_body(
+// CHECK:       scf.for %{{.*}} = %c0 to %c300 step %c2
+// CHECK:         memref.load %arg0[%c0,
+// CHECK:         memref.load %arg0[%c3,
+// CHECK-NOT:     memref.load %arg0[%c4,
+// CHECK:       scf.for %{{.*}} = %c0 to %c300 step %c2
+// CHECK:         memref.load %arg0[%c4,
+// CHECK:         memref.load %arg0[%c7,
+func.func @gemv_eight_rows(%A: memref<8x300xf32>, %B: memref<300x100xf32>, %C: memref<8x100xf32>) {
+  linalg.matmul ins(%A, %B : memref<8x300xf32>, memref<300x100xf32>) outs(%C : memref<8x100xf32>)
+  return
+}
+
+// -----
+
+// Negative: sixteen rows are no matrix-vector product (the GEMM kernels' min-size: here
+// an unpacked GEMM kernel).
+// CHECK-LABEL: func.func @sixteen_rows
 // CHECK-NOT:   accel_gemv
-// CHECK:       linalg.matmul
-func.func @five_rows(%A: memref<5x300xf32>, %B: memref<300x100xf32>, %C: memref<5x100xf32>) {
-  linalg.matmul ins(%A, %B : memref<5x300xf32>, memref<300x100xf32>) outs(%C : memref<5x100xf32>)
+// CHECK:       call @accel_gemm_16x20x30_nn_
+func.func @sixteen_rows(%A: memref<16x30xf32>, %B: memref<30x20xf32>, %C: memref<16x20xf32>) {
+  linalg.matmul ins(%A, %B : memref<16x30xf32>, memref<30x20xf32>) outs(%C : memref<16x20xf32>)
   return
 }

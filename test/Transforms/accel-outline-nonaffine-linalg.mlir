@@ -2,22 +2,25 @@
 
 // A linalg op in an scf.for whose operand size comes from the loop variable (as in
 // torch.linalg.det) moves into a private function; values its body captures become
-// arguments too.
+// arguments too, but constants are cloned into it (an index constant must stay one there:
+// `memref.dim` with an index argument lowers to an alloca in the loop).
 // CHECK-LABEL: func.func @in_scf_loop
 // CHECK:         scf.for
 // CHECK:           %[[V:.*]] = memref.subview
-// CHECK:           func.call @in_scf_loop_linalg0(%[[V]], %{{.*}}, %[[C:.*]]) : (memref<?x4xf32, strided<[4, 1], offset: ?>>, memref<?x4xf32, strided<[4, 1], offset: ?>>, f32) -> ()
+// CHECK:           func.call @in_scf_loop_linalg0(%[[V]], %{{.*}}, %arg2) : (memref<?x4xf32, strided<[4, 1], offset: ?>>, memref<?x4xf32, strided<[4, 1], offset: ?>>, f32) -> ()
 // CHECK-NOT:     linalg.generic
 // CHECK:       func.func private @in_scf_loop_linalg0(%[[A:.*]]: memref<?x4xf32, strided<[4, 1], offset: ?>>, %[[B:.*]]: memref<?x4xf32, strided<[4, 1], offset: ?>>, %[[K:.*]]: f32)
+// CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK:         linalg.generic {{.*}} ins(%[[A]] : {{.*}}) outs(%[[B]] : {{.*}})
-// CHECK:           arith.addf %{{.*}}, %[[K]] : f32
+// CHECK:           %[[S:.*]] = arith.addf %{{.*}}, %[[K]] : f32
+// CHECK:           arith.mulf %[[S]], %[[TWO]] : f32
 // CHECK:         return
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @in_scf_loop(%m: memref<4x4xf32>, %o: memref<4x4xf32>) {
+func.func @in_scf_loop(%m: memref<4x4xf32>, %o: memref<4x4xf32>, %k: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
-  %k = arith.constant 2.0 : f32
+  %two = arith.constant 2.0 : f32
   scf.for %i = %c0 to %c3 step %c1 {
     %n = arith.subi %c3, %i : index
     %v = memref.subview %m[%i, 0] [%n, 4] [1, 1] : memref<4x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
@@ -27,7 +30,8 @@ func.func @in_scf_loop(%m: memref<4x4xf32>, %o: memref<4x4xf32>) {
         outs(%w : memref<?x4xf32, strided<[4, 1], offset: ?>>) {
     ^bb0(%x: f32, %y: f32):
       %s = arith.addf %x, %k : f32
-      linalg.yield %s : f32
+      %t = arith.mulf %s, %two : f32
+      linalg.yield %t : f32
     }
   }
   return

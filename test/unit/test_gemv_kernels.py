@@ -1,14 +1,15 @@
 """Matrix-vector kernels (`passes/_gemv_kernel.py`) and `accel-fold-matvec-transposes`.
 
-Matmuls of at most 4 rows (a decode step's token, a classifier head at batch 1) get an
+Matmuls of at most 15 rows (a decode step's tokens, a classifier head at batch 1) get an
 `accel_gemv_*` kernel instead of loops; each case checks that it fired and compares with
 float64 numpy (rtol 1e-4, atol 1e-5): B as K x N ("nn", vectors along N) and N x K ("nt",
-nn.Linear's weight, vectors along K), 1 to 4 rows, N and K not multiples of the vector
-width or of the kernels' steps, serial and split into items across threads, with the
-host's vector width and the AVX2 (8) and AVX-512 (16) shapes. Through `accel.compile`:
-nn.Linear and `addmm` at batch 1 against eager, ResNet's head (the transposed weight
-folded on tensors: no transpose left), a train step at batch 2 (its input gradient is an
-nn matrix-vector product) and a GPT-2 KV-cache decode step through `torch.compile`.
+nn.Linear's weight, vectors along K), 1 to 15 rows (in groups of up to 8 or 4), N and K
+not multiples of the vector width or of the kernels' steps, serial and split into items
+across threads, with the host's vector width and the AVX2 (8) and AVX-512 (16) shapes.
+Through `accel.compile`: nn.Linear and `addmm` at 1, 3 and 8 rows against eager, a conv
+net's head (the transposed weight folded on tensors: no transpose left) and a batch-2
+train step (its input gradients are nn matrix-vector products). KV-cache decode steps
+(API and `torch.compile`) are test_hf_generation.py's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import torch
 from accel import phases
 from test_matmul_microkernel import ATOL, RTOL, _bufferized, _matmul, _rand, _with_pass
 
-SHAPES = [(1, 768, 300), (1, 37, 190), (2, 100, 64), (3, 130, 77), (4, 200, 1000), (4, 17, 93)]
+SHAPES = [(1, 768, 300), (1, 600, 40), (2, 100, 200), (3, 130, 177), (4, 200, 1000),
+          (4, 130, 150), (5, 70, 250), (8, 300, 129), (12, 60, 300), (15, 64, 265)]
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
@@ -41,12 +43,12 @@ def test_gemv_matches_numpy(monkeypatch, m, n, k, tb, options):
     np.testing.assert_allclose(compiled.invoke("mm", a, b), expected, rtol=RTOL, atol=ATOL)
 
 
-def test_five_rows_get_no_gemv(monkeypatch):
-    """Five rows and more are the GEMM kernels' (or loops'): no matrix-vector kernel."""
+def test_sixteen_rows_get_the_gemm_kernel(monkeypatch):
+    """From 16 rows (`min-size`) the GEMM kernels take over: no matrix-vector kernel."""
     _with_pass(monkeypatch)
-    a, b = _rand(5, 300), _rand(300, 768)
-    compiled, ir = _bufferized(_matmul(5, 768, 300))
-    assert "accel_gemv" not in ir
+    a, b = _rand(16, 300), _rand(300, 768)
+    compiled, ir = _bufferized(_matmul(16, 768, 300))
+    assert "accel_gemv" not in ir and "accel_gemm_16x768x300" in ir
     np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b,
                                rtol=RTOL, atol=ATOL)
 
@@ -71,7 +73,7 @@ def _stages(model: torch.nn.Module, x: torch.Tensor) -> tuple[accel.CompiledModu
     return fn, ir["fuse"], ir["bufferize"]
 
 
-@pytest.mark.parametrize("m", [1, 3])
+@pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize("addmm", [False, True], ids=["linear", "addmm"])
 def test_compiled_linear_matches_eager(m, addmm):
     torch.manual_seed(m)
@@ -104,13 +106,13 @@ def test_train_step_at_batch_two_matches_eager():
     def make() -> torch.nn.Module:
         torch.manual_seed(0)
         return torch.nn.Sequential(torch.nn.Linear(300, 256), torch.nn.Tanh(),
-                                   torch.nn.Linear(256, 10))
+                                   torch.nn.Linear(256, 128))
 
     def loss_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(model(x), y)
 
     model, ref = make(), make()
-    x, y = torch.randn(2, 300), torch.randint(0, 10, (2,))
+    x, y = torch.randn(2, 300), torch.randint(0, 128, (2,))
     opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, ref))
     with phases.recording(keep_ir=True) as rec:
         step = accel.compile_train_step(model, loss_fn, opt, (x, y))

@@ -109,6 +109,34 @@ def test_decode_step_with_dynamic_cache_length_generates_eagers_tokens(gpt2, pro
     assert len(set(got[0, prompt.shape[1]:].tolist())) > 2  # a meaningful comparison
 
 
+def test_decode_step_at_batch_8_with_a_long_cache():
+    """A decode step at batch 8, 2 heads of 64 and 300 cached positions: its nests run
+    8 x 2 x 300 x 64 iterations. A `memref.dim` whose index an outlined nest took as an
+    argument lowered to an `alloca` in the loop, so the stack grew by 32 bytes an
+    iteration and the process died of SIGSEGV past 8 MB (a batch-8 GPT-2 decode at 63
+    cached positions); its logits must now match eager's, and so must the 8-row matrix-
+    vector products' (`_gemv_kernel.py`)."""
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=128, vocab_size=96, n_positions=320,
+                        initializer_range=0.3, bos_token_id=0, eos_token_id=95,
+                        pad_token_id=95)
+    model = GPT2LMHeadModel(config).eval()
+    prompt = torch.randint(0, 95, (8, 300), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        eager = model(prompt, use_cache=True)
+        token = eager.logits[:, -1:].argmax(-1)
+        want = model(token, past_key_values=eager.past_key_values, use_cache=True).logits
+    out = accel.compile(model, (prompt,), options=OPTS)(prompt)
+    seq = torch.export.Dim("seq", min=1, max=310)
+    decode = accel.compile(model, (token,), example_kwargs={"cache": out.cache, "use_cache": True},
+                           dynamic_shapes={"input_ids": None, "cache": {2: seq},
+                                           "use_cache": None}, options=OPTS)
+    # atol 1e-4: 300 positions and 128 + 512-long products summed in another order than
+    # eager's (float32; logits up to ~3): 2e-5 apart.
+    torch.testing.assert_close(decode(token, cache=out.cache, use_cache=True).logits, want,
+                               rtol=RTOL, atol=1e-4)
+
+
 def test_structure_and_fixed_value_errors(gpt2, prompt, prefill):
     """A call must match the compiled structure: one-line AccelErrors otherwise."""
     out = prefill(prompt)

@@ -57,7 +57,7 @@ FUSE_ON_TENSORS: list[tuple[str, str]] = [
 #: (a convolution's input gradient flips and transposes every weight each train step).
 FOLD_FLIPS = "accel-fold-flips"
 
-#: Next to FOLD_FLIPS: a matmul of at most 4 rows (a decode step's token, a head at batch 1)
+#: Next to FOLD_FLIPS: a matmul of at most 15 rows (a decode step's tokens, a head at batch 1)
 #: reads nn.Linear's N x K weight in place instead of a transposed copy, before
 #: SPLIT_FUNCTIONS can put the copy and the product in different parts (ResNet-50's head
 #: copied 8 MB per call there: 2.8 ms of 71).
