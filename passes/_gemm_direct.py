@@ -263,6 +263,54 @@ def dot_fits(spec: GemmSpec) -> bool:
 DOT_ROWS, DOT_COLS = 2, 4
 
 
+def emit_dot_tile(e: _Emitter, spec: GemmSpec, vl: int, ms: list[str], ns: list[str],
+                  pre: str, mask: str) -> None:
+    """`C[m, n] += dot(A[m, :], B[n, :])` for every m of `ms` and n of `ns` (index values;
+    B stored N x K, `pre` the batch index prefix or ""): len(ms) x len(ns) vector partial
+    sums along K, the last K % VL lanes through masked loads (`mask`, a
+    `vector.constant_mask` the caller defines), one horizontal sum per output. Shared by
+    the dot-product kernel and the matrix-vector kernels (`_gemv_kernel.py`)."""
+    vt = f"vector<{vl}xf32>"
+    k_full = spec.k // vl * vl
+    rows, cols = len(ms), len(ns)
+    count = rows * cols
+
+    def loads(k: str, masked: bool) -> list[str]:
+        def load(ref: str, typ: str) -> str:
+            if masked:
+                return e.op(f"vector.maskedload {ref}, {mask}, %zv : {typ}, "
+                            f"vector<{vl}xi1>, {vt} into {vt}")
+            return e.op(f"vector.load {ref} : {typ}, {vt}")
+
+        return [load(f"%A[{pre}{m}, {k}]", spec.a_type) for m in ms] + \
+            [load(f"%B[{pre}{n}, {k}]", spec.b_type) for n in ns]
+
+    def fmas(got: list[str], accs: list[str]) -> list[str]:
+        return [e.op(f"vector.fma {got[i]}, {got[rows + j]}, {accs[i * cols + j]} : {vt}", "f")
+                for i in range(rows) for j in range(cols)]
+
+    accs = ["%zv"] * count
+    if k_full:
+        res = e.fresh("r")
+        types = ", ".join([vt] * count)
+        e.emit(f"{res}:{count} = scf.for %k = {e.c(0)} to {e.c(k_full)} step {e.c(vl)} "
+               f"iter_args({', '.join(f'%acc{i} = %zv' for i in range(count))}) -> "
+               f"({types}) {{")
+        e.indent += 1
+        out = fmas(loads("%k", False), [f"%acc{i}" for i in range(count)])
+        e.emit(f"scf.yield {', '.join(out)} : {types}")
+        e.close()
+        accs = [f"{res}#{i}" for i in range(count)]
+    if spec.k > k_full:
+        accs = fmas(loads(e.c(k_full), True), accs)
+    for i, m in enumerate(ms):
+        for j, n in enumerate(ns):
+            total = e.op(f"vector.reduction <add>, {accs[i * cols + j]} : {vt} into f32")
+            old = e.op(f"memref.load %C[{pre}{m}, {n}] : {spec.c_type}")
+            new = e.op(f"arith.addf {old}, {total} : f32")
+            e.emit(f"memref.store {new}, %C[{pre}{m}, {n}] : {spec.c_type}")
+
+
 def render_dot_gemm(spec: GemmSpec, tiles: Tiles, name: str) -> str:
     """`@name(%A, %B, %C)`: `C += A @ B^T` for B stored N x K, as RM x RN vector dot
     products along K (whole vectors, then one masked load of the last K % VL), reduced
@@ -277,40 +325,7 @@ def render_dot_gemm(spec: GemmSpec, tiles: Tiles, name: str) -> str:
     def tile(m0: str, rows: int, n0: str, cols: int) -> None:
         ms = [m0 if i == 0 else e.add(m0, e.c(i)) for i in range(rows)]
         ns = [n0 if j == 0 else e.add(n0, e.c(j)) for j in range(cols)]
-        count = rows * cols
-        res = e.fresh("r")
-        types = ", ".join([vt] * count)
-        iters = [f"%acc{i}" for i in range(count)]
-        e.emit(f"{res}:{count} = scf.for %k = {c0} to {e.c(k_full)} step {e.c(t.vl)} "
-               f"iter_args({', '.join(f'{a} = %zv' for a in iters)}) -> ({types}) {{")
-        e.indent += 1
-
-        def step(k: str, masked: bool) -> list[str]:
-            def load(ref: str, typ: str) -> str:
-                if masked:
-                    return e.op(f"vector.maskedload {ref}, %mask, %zv : {typ}, "
-                                f"vector<{t.vl}xi1>, {vt} into {vt}")
-                return e.op(f"vector.load {ref} : {typ}, {vt}")
-
-            return [load(f"%A[{pre}{m}, {k}]", spec.a_type) for m in ms] + \
-                [load(f"%B[{pre}{n}, {k}]", spec.b_type) for n in ns]
-
-        loads = step("%k", False)
-        out = [e.op(f"vector.fma {loads[i]}, {loads[rows + j]}, %acc{i * cols + j} : {vt}", "f")
-               for i in range(rows) for j in range(cols)]
-        e.emit(f"scf.yield {', '.join(out)} : {types}")
-        e.close()
-        accs = [f"{res}#{i}" for i in range(count)]
-        if rest:
-            loads = step(e.c(k_full), True)
-            accs = [e.op(f"vector.fma {loads[i]}, {loads[rows + j]}, {accs[i * cols + j]} : "
-                         f"{vt}", "f") for i in range(rows) for j in range(cols)]
-        for i, m in enumerate(ms):
-            for j, n in enumerate(ns):
-                total = e.op(f"vector.reduction <add>, {accs[i * cols + j]} : {vt} into f32")
-                old = e.op(f"memref.load %C[{pre}{m}, {n}] : {spec.c_type}")
-                new = e.op(f"arith.addf {old}, {total} : f32")
-                e.emit(f"memref.store {new}, %C[{pre}{m}, {n}] : {spec.c_type}")
+        emit_dot_tile(e, spec, t.vl, ms, ns, pre, "%mask")
 
     def row_block(m0: str, rows: int) -> None:
         full = spec.n // DOT_COLS

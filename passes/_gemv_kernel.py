@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.passes._gemm_direct import emit_dot_tile
 from accel.passes._gemm_kernel import (
     ITEM_FLOOR_MACS,
     GemmSpec,
@@ -186,49 +187,10 @@ def _nt_span(e: _Emitter, spec: GemmSpec, vl: int, n0: str, n1: str, rows: list[
              cols: int) -> None:
     """C[rows, n0:n1] += A[rows] @ B[n0:n1, :]^T for B stored N x K: n0 is a multiple
     of COLS, n1 too or N (then the last N % COLS columns make a narrower tile)."""
-    vt = f"vector<{vl}xf32>"
-    k_full = spec.k // vl * vl
-    nrows = len(rows)
 
     def tile(n: str, count: int) -> None:
         ns = [n if j == 0 else e.add(n, e.c(j)) for j in range(count)]
-        ms = [e.c(i) for i in rows]
-        accs_n = nrows * count
-        types = ", ".join([vt] * accs_n)
-        res = e.fresh("r")
-
-        def loads(k: str, masked: bool) -> list[str]:
-            def load(ref: str, typ: str) -> str:
-                if masked:
-                    return e.op(f"vector.maskedload {ref}, %kmask, %zv : {typ}, "
-                                f"vector<{vl}xi1>, {vt} into {vt}")
-                return e.op(f"vector.load {ref} : {typ}, {vt}")
-
-            return [load(f"%A[{m}, {k}]", spec.a_type) for m in ms] + \
-                [load(f"%B[{j}, {k}]", spec.b_type) for j in ns]
-
-        accs = ["%zv"] * accs_n
-        if k_full:
-            e.emit(f"{res}:{accs_n} = scf.for %k = {e.c(0)} to {e.c(k_full)} step {e.c(vl)} "
-                   f"iter_args({', '.join(f'%acc{i} = %zv' for i in range(accs_n))}) -> "
-                   f"({types}) {{")
-            e.indent += 1
-            got = loads("%k", False)
-            out = [e.op(f"vector.fma {got[i]}, {got[nrows + j]}, %acc{i * count + j} : {vt}",
-                        "f") for i in range(nrows) for j in range(count)]
-            e.emit(f"scf.yield {', '.join(out)} : {types}")
-            e.close()
-            accs = [f"{res}#{i}" for i in range(accs_n)]
-        if spec.k > k_full:
-            got = loads(e.c(k_full), True)
-            accs = [e.op(f"vector.fma {got[i]}, {got[nrows + j]}, {accs[i * count + j]} : "
-                         f"{vt}", "f") for i in range(nrows) for j in range(count)]
-        for i, m in enumerate(ms):
-            for j, nj in enumerate(ns):
-                total = e.op(f"vector.reduction <add>, {accs[i * count + j]} : {vt} into f32")
-                ref = f"%C[{m}, {nj}] : {spec.c_type}"
-                old = e.op(f"memref.load {ref}")
-                e.emit(f"memref.store {e.op(f'arith.addf {old}, {total} : f32')}, {ref}")
+        emit_dot_tile(e, spec, vl, [e.c(i) for i in rows], ns, "", "%kmask")
 
     full = e.op(f"arith.divui {e.sub(n1, n0)}, {e.c(cols)} : index")
     e.open_for("%t", e.c(0), full, e.c(1))
