@@ -8,13 +8,17 @@ not multiples of the vector width or of the kernels' steps, serial and split int
 across threads, with the host's vector width and the AVX2 (8) and AVX-512 (16) shapes.
 Through `accel.compile`: nn.Linear and `addmm` at 1, 3 and 8 rows against eager, a conv
 net's head (the transposed weight folded on tensors: no transpose left) and a batch-2
-train step (its input gradients are nn matrix-vector products). KV-cache decode steps
+train step (its input gradients are nn matrix-vector products); `torch.compile` and the
+`accel-compile` command on one-row products too. KV-cache decode steps
 (API and `torch.compile`) are test_hf_generation.py's.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import accel
 import numpy as np
@@ -126,3 +130,49 @@ def test_train_step_at_batch_two_matches_eager():
         torch.testing.assert_close(torch.as_tensor(loss), want.detach(), rtol=1e-4, atol=1e-5)
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("addmm", [False, True], ids=["linear", "addmm"])
+def test_torch_compile_linear_matches_eager(addmm):
+    """`torch.compile(backend="accel")` on a one-row product: the kernel fires there too."""
+    import accel.dynamo  # noqa: F401 - registers the backend
+
+    torch.manual_seed(2)
+    model = _Head(700, 1000, addmm).eval()
+    x = torch.randn(1, 700)
+    compiled = torch.compile(model, backend="accel")
+    with phases.recording(keep_ir=True) as rec, torch.no_grad():
+        got = compiled(x)
+    assert any("accel_gemv_1x1000x700" in str(p.ir) for p in rec.phases if p.ir is not None)
+    with torch.no_grad():
+        torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-5)
+
+
+HEAD_PY = """\
+import torch
+
+
+def get_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(700, 1000), torch.nn.ReLU()).eval()
+    return model, (torch.randn(1, 700),)
+"""
+
+
+def test_accel_compile_cli_head(tmp_path):
+    """`accel-compile --inference` of a batch-1 head: its bufferized IR calls the kernel,
+    the weight's transpose is folded, and the loaded artifact matches eager."""
+    (tmp_path / "head.py").write_text(HEAD_PY)
+    env = {**os.environ, "ACCEL_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "accel.tools.accel_compile", "head.py",
+                        "--inference", "--pef-name", "head"], capture_output=True, text=True,
+                       env=env, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out" / "head"
+    assert "accel_gemv_1x1000x700_nt" in (out / "ir" / "05-bufferize.mlir").read_text()
+    assert "linalg.transpose" not in (out / "ir" / "04-fuse.mlir").read_text()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(700, 1000), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 700)
+    with torch.no_grad():
+        torch.testing.assert_close(accel.load(out)(x), model(x), rtol=1e-4, atol=1e-5)
