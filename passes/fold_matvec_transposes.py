@@ -15,8 +15,9 @@ any split, the transpose becomes the matmul's indexing map instead:
            ins(%x, %w : tensor<MxK>, tensor<NxK>) outs(%c)
 
 Matched: a `linalg.matmul` with the default indexing maps on static f32 tensors, at most
-GEMV_MAX_ROWS rows (the matrix-vector kernels' bound, `_gemv_kernel.py`: they read B as
-N x K directly; the GEMM kernels fold larger ones themselves), whose B is the only use of
+GEMV_MAX_ROWS rows and a weight of at least GEMV_MIN_WEIGHTS floats (the matrix-vector
+kernels' bounds, `_gemv_kernel.py`: they read B as N x K directly; the GEMM kernels fold
+larger ones themselves), whose B is the only use of
 a 2-D `linalg.transpose` with permutation [1, 0]. The transpose (and its `tensor.empty`)
 goes when nothing else uses it.
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes._gemv_kernel import GEMV_MAX_ROWS
+from accel.passes._gemv_kernel import GEMV_MAX_ROWS, GEMV_MIN_WEIGHTS
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _DEFAULT_MAPS = ["(d0, d2)", "(d2, d1)", "(d0, d1)"]
@@ -60,6 +61,12 @@ def folded_transpose(op: Operation) -> Operation | None:
         return None
     types = [_static_f32_matrix(v) for v in op.operands]
     if any(t is None for t in types) or types[0].shape[0] > GEMV_MAX_ROWS:
+        return None
+    # Only where a matrix-vector kernel takes the product (B past L1). A small product stays
+    # loops, and affine fusion, given the transposed map, recomputed a tiny ViT's LayerNorm
+    # inside the head's loop over classes with its sums started once per row: wrong logits.
+    n, k = types[1].shape
+    if n * k < GEMV_MIN_WEIGHTS:
         return None
     owner = op.operands[1].owner
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "linalg.transpose":

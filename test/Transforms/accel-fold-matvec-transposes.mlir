@@ -25,11 +25,11 @@ func.func @linear_row(%x: tensor<1x64xf32>, %w: tensor<1000x64xf32>) -> tensor<1
 // CHECK-LABEL: func.func @fifteen_rows
 // CHECK-NOT:   linalg.transpose
 // CHECK:       linalg.matmul indexing_maps
-func.func @fifteen_rows(%x: tensor<15x64xf32>, %w: tensor<32x64xf32>, %c: tensor<15x32xf32>) -> tensor<15x32xf32> {
-  %e = tensor.empty() : tensor<64x32xf32>
-  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<15x64xf32>, tensor<64x32xf32>) outs(%c : tensor<15x32xf32>) -> tensor<15x32xf32>
-  return %r : tensor<15x32xf32>
+func.func @fifteen_rows(%x: tensor<15x64xf32>, %w: tensor<256x64xf32>, %c: tensor<15x256xf32>) -> tensor<15x256xf32> {
+  %e = tensor.empty() : tensor<64x256xf32>
+  %t = linalg.transpose ins(%w : tensor<256x64xf32>) outs(%e : tensor<64x256xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<15x64xf32>, tensor<64x256xf32>) outs(%c : tensor<15x256xf32>) -> tensor<15x256xf32>
+  return %r : tensor<15x256xf32>
 }
 
 // -----
@@ -38,11 +38,11 @@ func.func @fifteen_rows(%x: tensor<15x64xf32>, %w: tensor<32x64xf32>, %c: tensor
 // CHECK-LABEL: func.func @sixteen_rows
 // CHECK:       linalg.transpose
 // CHECK:       linalg.matmul ins
-func.func @sixteen_rows(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>, %c: tensor<16x32xf32>) -> tensor<16x32xf32> {
-  %e = tensor.empty() : tensor<64x32xf32>
-  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<16x64xf32>, tensor<64x32xf32>) outs(%c : tensor<16x32xf32>) -> tensor<16x32xf32>
-  return %r : tensor<16x32xf32>
+func.func @sixteen_rows(%x: tensor<16x64xf32>, %w: tensor<256x64xf32>, %c: tensor<16x256xf32>) -> tensor<16x256xf32> {
+  %e = tensor.empty() : tensor<64x256xf32>
+  %t = linalg.transpose ins(%w : tensor<256x64xf32>) outs(%e : tensor<64x256xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<16x64xf32>, tensor<64x256xf32>) outs(%c : tensor<16x256xf32>) -> tensor<16x256xf32>
+  return %r : tensor<16x256xf32>
 }
 
 // -----
@@ -52,11 +52,11 @@ func.func @sixteen_rows(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>, %c: tensor
 // CHECK:       %[[T:.*]] = linalg.transpose
 // CHECK:       linalg.matmul ins(%arg0, %[[T]]
 // CHECK:       return {{.*}}, %[[T]]
-func.func @shared_copy(%x: tensor<1x64xf32>, %w: tensor<32x64xf32>, %c: tensor<1x32xf32>) -> (tensor<1x32xf32>, tensor<64x32xf32>) {
-  %e = tensor.empty() : tensor<64x32xf32>
-  %t = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<1x64xf32>, tensor<64x32xf32>) outs(%c : tensor<1x32xf32>) -> (tensor<1x32xf32>)
-  return %r, %t : tensor<1x32xf32>, tensor<64x32xf32>
+func.func @shared_copy(%x: tensor<1x64xf32>, %w: tensor<256x64xf32>, %c: tensor<1x256xf32>) -> (tensor<1x256xf32>, tensor<64x256xf32>) {
+  %e = tensor.empty() : tensor<64x256xf32>
+  %t = linalg.transpose ins(%w : tensor<256x64xf32>) outs(%e : tensor<64x256xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<1x64xf32>, tensor<64x256xf32>) outs(%c : tensor<1x256xf32>) -> (tensor<1x256xf32>)
+  return %r, %t : tensor<1x256xf32>, tensor<64x256xf32>
 }
 
 // -----
@@ -64,9 +64,9 @@ func.func @shared_copy(%x: tensor<1x64xf32>, %w: tensor<32x64xf32>, %c: tensor<1
 // Negative: B is not a transpose (GPT-2's Conv1D weight is already K x N).
 // CHECK-LABEL: func.func @plain_weight
 // CHECK:       linalg.matmul ins(%arg0, %arg1
-func.func @plain_weight(%x: tensor<1x64xf32>, %w: tensor<64x32xf32>, %c: tensor<1x32xf32>) -> tensor<1x32xf32> {
-  %r = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x32xf32>) outs(%c : tensor<1x32xf32>) -> tensor<1x32xf32>
-  return %r : tensor<1x32xf32>
+func.func @plain_weight(%x: tensor<1x64xf32>, %w: tensor<64x256xf32>, %c: tensor<1x256xf32>) -> tensor<1x256xf32> {
+  %r = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x256xf32>) outs(%c : tensor<1x256xf32>) -> tensor<1x256xf32>
+  return %r : tensor<1x256xf32>
 }
 
 // -----
@@ -74,9 +74,23 @@ func.func @plain_weight(%x: tensor<1x64xf32>, %w: tensor<64x32xf32>, %c: tensor<
 // Negative: f16 operands (the matrix-vector kernels are f32).
 // CHECK-LABEL: func.func @half
 // CHECK:       linalg.transpose
-func.func @half(%x: tensor<1x64xf16>, %w: tensor<32x64xf16>, %c: tensor<1x32xf16>) -> tensor<1x32xf16> {
-  %e = tensor.empty() : tensor<64x32xf16>
-  %t = linalg.transpose ins(%w : tensor<32x64xf16>) outs(%e : tensor<64x32xf16>) permutation = [1, 0]
-  %r = linalg.matmul ins(%x, %t : tensor<1x64xf16>, tensor<64x32xf16>) outs(%c : tensor<1x32xf16>) -> tensor<1x32xf16>
-  return %r : tensor<1x32xf16>
+func.func @half(%x: tensor<1x64xf16>, %w: tensor<256x64xf16>, %c: tensor<1x256xf16>) -> tensor<1x256xf16> {
+  %e = tensor.empty() : tensor<64x256xf16>
+  %t = linalg.transpose ins(%w : tensor<256x64xf16>) outs(%e : tensor<64x256xf16>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<1x64xf16>, tensor<64x256xf16>) outs(%c : tensor<1x256xf16>) -> tensor<1x256xf16>
+  return %r : tensor<1x256xf16>
+}
+
+// -----
+
+// Negative: a weight within L1 (a tiny ViT's 10 x 64 head) stays a transposed copy: no
+// matrix-vector kernel takes it, and loops fuse as before.
+// CHECK-LABEL: func.func @small_weight
+// CHECK:       linalg.transpose
+// CHECK:       linalg.matmul ins
+func.func @small_weight(%x: tensor<2x64xf32>, %w: tensor<10x64xf32>, %c: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  %e = tensor.empty() : tensor<64x10xf32>
+  %t = linalg.transpose ins(%w : tensor<10x64xf32>) outs(%e : tensor<64x10xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<2x64xf32>, tensor<64x10xf32>) outs(%c : tensor<2x10xf32>) -> tensor<2x10xf32>
+  return %r : tensor<2x10xf32>
 }

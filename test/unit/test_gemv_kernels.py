@@ -2,15 +2,15 @@
 
 Matmuls of at most 15 rows (a decode step's tokens, a classifier head at batch 1) get an
 `accel_gemv_*` kernel instead of loops; each case checks that it fired and compares with
-float64 numpy (rtol 1e-4, atol 1e-5): B as K x N ("nn", vectors along N) and N x K ("nt",
-nn.Linear's weight, vectors along K), 1 to 15 rows (in groups of up to 8 or 4), N and K
-not multiples of the vector width or of the kernels' steps, serial and split into items
-across threads, with the host's vector width and the AVX2 (8) and AVX-512 (16) shapes.
-Through `accel.compile`: nn.Linear and `addmm` at 1, 3 and 8 rows against eager, a conv
-net's head (the transposed weight folded on tensors: no transpose left) and a batch-2
-train step (its input gradients are nn matrix-vector products); `torch.compile` and the
-`accel-compile` command on one-row products too. KV-cache decode steps
-(API and `torch.compile`) are test_hf_generation.py's.
+float64 numpy (rtol 1e-4, atol 1e-5 x sqrt(K / 100) from K = 100): B as K x N ("nn",
+vectors along N) and N x K ("nt", nn.Linear's weight, vectors along K), 1 to 15 rows (in
+groups of up to 8 or 4), N and K not multiples of the vector width or of the kernels'
+steps, serial and split into items across threads, with the host's vector width and the
+AVX2 (8) and AVX-512 (16) shapes. Through `accel.compile`: nn.Linear and `addmm` at 1, 3
+and 8 rows against eager, a conv net's head (the transposed weight folded on tensors: no
+transpose left) and a batch-2 train step (its input gradients are nn matrix-vector
+products); `torch.compile` and the `accel-compile` command on one-row products too.
+KV-cache decode steps (API and `torch.compile`) are test_hf_generation.py's.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import torch
 from accel import phases
 from test_matmul_microkernel import ATOL, RTOL, _bufferized, _matmul, _rand, _with_pass
 
-SHAPES = [(1, 768, 300), (1, 600, 40), (2, 100, 200), (3, 130, 177), (4, 200, 1000),
-          (4, 130, 150), (5, 70, 250), (8, 300, 129), (12, 60, 300), (15, 64, 265)]
+SHAPES = [(1, 768, 300), (1, 600, 40), (2, 100, 200), (3, 130, 177), (4, 300, 1000),
+          (4, 130, 150), (5, 70, 250), (8, 300, 129), (12, 80, 300), (15, 70, 265)]
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
@@ -44,7 +44,10 @@ def test_gemv_matches_numpy(monkeypatch, m, n, k, tb, options):
     if options.startswith("parallel"):
         assert "accel_parallel_for" in ir
     expected = a.astype(np.float64) @ (b.T if tb else b)
-    np.testing.assert_allclose(compiled.invoke("mm", a, b), expected, rtol=RTOL, atol=ATOL)
+    # float32 sums of K unit-normal products: rounding grows like sqrt(K), so an output
+    # near zero needs an absolute bound that does too (1e-5 up to K = 100).
+    atol = ATOL * max(1.0, (k / 100) ** 0.5)
+    np.testing.assert_allclose(compiled.invoke("mm", a, b), expected, rtol=RTOL, atol=atol)
 
 
 def test_sixteen_rows_get_the_gemm_kernel(monkeypatch):
