@@ -68,18 +68,22 @@ class GemvPlan:
     parallel: bool
 
 
+def takes_weight(n: int, k: int, trans_b: bool) -> bool:
+    """Whether a B of N x K (`trans_b`) or K x N gets a matrix-vector kernel: past L1, and
+    for N x K a reduction at most 4x as long as the output is wide. (A longer one, 8
+    filters x 147 taps over 2048 positions, is a convolution's weight gradient: it stays
+    with the loops the zoo's training tolerances were validated on; with this kernel's
+    vector partial sums ResNet-50's train step ended 7% past the bound on one parameter.)
+    `accel-fold-matvec-transposes` folds a weight's transpose only where this holds."""
+    return n * k >= GEMV_MIN_WEIGHTS and (not trans_b or k <= 4 * n)
+
+
 def gemv_fits(spec: GemmSpec, vl: int) -> bool:
     """Whether `spec` gets a matrix-vector kernel: 2-D, A not transposed, at most
     GEMV_MAX_ROWS rows, and a whole vector along the dimension it reads B by."""
     if spec.batch or spec.trans_a or spec.m > GEMV_MAX_ROWS:
         return False
-    if spec.n * spec.k < GEMV_MIN_WEIGHTS:
-        return False
-    # A reduction much longer than the output is wide (8 filters x 147 taps over 2048
-    # positions: a convolution's weight gradient) stays with the loops that the zoo's
-    # training tolerances were validated on: given this kernel's vector partial sums,
-    # ResNet-50's train step ended 7% past the bound on one parameter.
-    if spec.trans_b and spec.k > 4 * spec.n:
+    if not takes_weight(spec.n, spec.k, spec.trans_b):
         return False
     return spec.k >= vl if spec.trans_b else spec.n >= vl
 

@@ -15,10 +15,10 @@ any split, the transpose becomes the matmul's indexing map instead:
            ins(%x, %w : tensor<MxK>, tensor<NxK>) outs(%c)
 
 Matched: a `linalg.matmul` with the default indexing maps on static f32 tensors, at most
-GEMV_MAX_ROWS rows and a weight of at least GEMV_MIN_WEIGHTS floats (the matrix-vector
-kernels' bounds, `_gemv_kernel.py`: they read B as N x K directly; the GEMM kernels fold
-larger ones themselves), whose B is the only use of
-a 2-D `linalg.transpose` with permutation [1, 0]. The transpose (and its `tensor.empty`)
+GEMV_MAX_ROWS rows and a weight the matrix-vector kernels take (`takes_weight` in
+`_gemv_kernel.py`: past L1, a reduction at most 4x the output's width; they read B as
+N x K directly; the GEMM kernels fold larger products themselves), whose B is the only
+use of a 2-D `linalg.transpose` with permutation [1, 0]. The transpose (and its `tensor.empty`)
 goes when nothing else uses it.
 
 In the default CPU pipeline at opt_level >= 1 (`accel.host.pipelines.FOLD_FLIPS`'s
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
-from accel.passes._gemv_kernel import GEMV_MAX_ROWS, GEMV_MIN_WEIGHTS
+from accel.passes._gemv_kernel import GEMV_MAX_ROWS, takes_weight
 from accel.passes.base import ModulePass, ops_named, register_pass
 
 _DEFAULT_MAPS = ["(d0, d2)", "(d2, d1)", "(d0, d1)"]
@@ -65,8 +65,8 @@ def folded_transpose(op: Operation) -> Operation | None:
     # Only where a matrix-vector kernel takes the product (B past L1). A small product stays
     # loops, and affine fusion, given the transposed map, recomputed a tiny ViT's LayerNorm
     # inside the head's loop over classes with its sums started once per row: wrong logits.
-    n, k = types[1].shape
-    if n * k < GEMV_MIN_WEIGHTS:
+    k, n = types[1].shape  # B (the transposed copy) is K x N
+    if not takes_weight(n, k, trans_b=True):
         return None
     owner = op.operands[1].owner
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.name != "linalg.transpose":

@@ -94,3 +94,17 @@ func.func @small_weight(%x: tensor<2x64xf32>, %w: tensor<10x64xf32>, %c: tensor<
   %r = linalg.matmul ins(%x, %t : tensor<2x64xf32>, tensor<64x10xf32>) outs(%c : tensor<2x10xf32>) -> tensor<2x10xf32>
   return %r : tensor<2x10xf32>
 }
+
+// -----
+
+// Negative: a reduction over 4x longer than the output is wide (a weight-gradient shape)
+// gets no matrix-vector kernel, so its transpose stays too.
+// CHECK-LABEL: func.func @long_reduction
+// CHECK:       linalg.transpose
+// CHECK:       linalg.matmul ins
+func.func @long_reduction(%x: tensor<1x2048xf32>, %w: tensor<100x2048xf32>, %c: tensor<1x100xf32>) -> tensor<1x100xf32> {
+  %e = tensor.empty() : tensor<2048x100xf32>
+  %t = linalg.transpose ins(%w : tensor<100x2048xf32>) outs(%e : tensor<2048x100xf32>) permutation = [1, 0]
+  %r = linalg.matmul ins(%x, %t : tensor<1x2048xf32>, tensor<2048x100xf32>) outs(%c : tensor<1x100xf32>) -> tensor<1x100xf32>
+  return %r : tensor<1x100xf32>
+}
