@@ -89,8 +89,9 @@ def outline_op(func: Operation, op: Operation, name: str) -> None:
     # arrives as an argument is no constant there, and `memref.dim` with a dynamic index
     # lowers to a copy of the sizes in an `alloca`, which inside a loop grows the stack at
     # every iteration (a batch-8 GPT-2 decode step's cache copy overflowed the 8 MB stack).
-    captured = [v for v in _captures(op) if not _is_constant(v)]
-    constants = [v for v in _captures(op) if _is_constant(v)]
+    outside = _captures(op)
+    captured = [v for v in outside if not _is_constant(v)]
+    constants = [v for v in outside if _is_constant(v)]
     ftype = ir.FunctionType.get([v.type for v in operands + captured], [])
     with op.location, InsertionPoint.after(func):
         outlined = dialects.func.FuncOp(name, ftype, visibility="private")
