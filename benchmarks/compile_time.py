@@ -56,6 +56,12 @@ WORKLOADS: dict[str, tuple[str, tuple[int, ...]]] = {
 }
 QUICK = ["gpt2-2", "gpt2-6", "resnet18-w16"]
 QUICK_EXTRA = {"resnet18-w16": ("resnet", (16, 1, 64))}
+#: The inference models of benchmarks/zoo.py at its --quick size (`--zoo`: issue 25's "every
+#: zoo model compiles in <= inductor's cold time, warm in <= 1 s"), one new process per cell
+#: here, so inductor's cold compile never reads a graph cache another model filled.
+ZOO_WORKLOADS = ["gpt2", "bert", "bert_cls", "roberta", "llama", "mistral", "t5", "vit",
+                 "whisper_encoder", "clip", "resnet18", "resnet50", "mobilenet_v2"]
+QUICK_EXTRA.update({f"zoo-{m}": ("zoo", ()) for m in ZOO_WORKLOADS})
 
 
 # --- child: build one model, compile it once, print JSON ------------------------------------
@@ -66,6 +72,11 @@ def _build(kind: str, args: tuple[int, ...]) -> tuple[Any, tuple[Any, ...], Any,
     import torch
 
     torch.manual_seed(0)
+    if kind.startswith("zoo-"):
+        from zoo_models import ZOO
+
+        built = ZOO[kind[4:]]("quick")
+        return _Selected(built), built.inputs(0), None, None
     if kind == "gpt2":
         import transformers
 
@@ -127,6 +138,23 @@ def _Logits(model: Any) -> Any:  # noqa: N802 - reads like the class it builds
     return _logits_class()(model)
 
 
+def _Selected(built: Any) -> Any:  # noqa: N802 - reads like the class it builds
+    """A zoo model whose output is the tensor zoo.py compares (logits, hidden states): the
+    same graph zoo.py compiles, and one tensor to check against eager."""
+    from torch import nn
+
+    class Selected(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = built.model
+
+        def forward(self, *args: Any) -> Any:
+            out = built.select(self.model(*args))
+            return out[0] if isinstance(out, tuple) else out
+
+    return Selected().eval()
+
+
 def _cpu_seconds() -> float:
     """CPU seconds of this process (all threads) and its waited-for children (ptxas): on a
     busy machine a steadier measure of the work than wall time."""
@@ -155,8 +183,11 @@ def _accel(kind: str, model: Any, inputs: tuple[Any, ...], loss: Any, opt: Any,
             fn = accel.compile(model, inputs, options=options)
         seconds = time.perf_counter() - start
         cpu = _cpu_seconds() - cpu
+    from accel import cache
+
     row: dict[str, Any] = {"compile_s": seconds, "compile_cpu_s": cpu, "import_s": imported,
-                           "cache_hit": rec.cache_hit, "phases": {}}
+                           "cache_hit": rec.cache_hit, "phases": {},
+                           "parts": {k: cache.STATS[k] for k in ("part_hit", "part_miss")}}
     for p in rec.phases:
         row["phases"][p.name] = row["phases"].get(p.name, 0.0) + p.seconds
     if target == "cpu":  # the compiled code runs, and matches eager
@@ -194,9 +225,29 @@ def _inductor(model: Any, inputs: tuple[Any, ...], loss: Any, opt: Any) -> dict[
     return {"compile_s": max(first - min(steady), 0.0), "first_call_s": first}
 
 
+def _one_layer_changed(name: str, model: Any) -> None:
+    """`model` (workload `name`) with one layer's activation replaced (`--one-layer`): what
+    a user editing one block brings to a compile whose other layers are cached."""
+    from torch import nn
+
+    if name.startswith("gpt2"):
+        model.model.transformer.h[1].mlp.act = nn.ReLU()
+    elif name.startswith("resnet"):
+        model.layer3[1].relu = nn.GELU()
+    elif name == "zoo-bert":
+        model.model.encoder.layer[2].intermediate.intermediate_act_fn = nn.ReLU()
+    else:
+        raise SystemExit(f"--one-layer: no layer to change in {name}")
+
+
 def child(name: str, framework: str, target: str) -> dict[str, Any]:
-    kind, args = {**WORKLOADS, **QUICK_EXTRA}[name]
-    model, inputs, loss, opt = _build(kind, args)
+    base, changed = name.removesuffix("+changed"), name.endswith("+changed")
+    kind, args = {**WORKLOADS, **QUICK_EXTRA}[base]
+    model, inputs, loss, opt = _build(base if kind == "zoo" else kind, args)
+    if changed:
+        _one_layer_changed(base, model)
+        if opt is not None:  # the optimizer over the new model's parameters
+            opt = type(opt)(model.parameters(), **opt.defaults)
     if framework == "accel":
         return _accel(kind, model, inputs, loss, opt, target)
     return _inductor(model, inputs, loss, opt)
@@ -348,6 +399,37 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _one_layer_run(names: list[str], args: argparse.Namespace, host: dict[str, Any]) -> int:
+    """Per model: its variant with one layer changed compiled cold (empty cache), and
+    compiled in a new process after the unchanged model filled the cache: the code entry
+    misses, the parts that did not change come from the part cache."""
+    rows: dict[str, Any] = {}
+    lines = [f"Compile seconds on {host['cpu']} ({host['cores']} threads, {_isa()}), load "
+             f"average at start {host['loadavg_start'][0]:.1f}; one new process per cell.",
+             "", "| model, one layer changed | cold | after the unchanged model | parts "
+             "compiled / from the cache |", "|---|---|---|---|"]
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="accel-ct-") as tmp:
+            cold = _spawn(name + "+changed", "accel", "cpu",
+                          {**os.environ, "ACCEL_CACHE_DIR": f"{tmp}/cold"}, args.timeout)
+            env = {**os.environ, "ACCEL_CACHE_DIR": f"{tmp}/warm"}
+            first = _spawn(name, "accel", "cpu", env, args.timeout)
+            after = _spawn(name + "+changed", "accel", "cpu", env, args.timeout)
+        rows[name] = {"cold": cold, "unchanged": first, "after_unchanged": after}
+        parts = after.get("parts", {})
+        lines.append(f"| {name} | {_cell(cold)} | {_cell(after)} | "
+                     f"{parts.get('part_miss', '-')} / {parts.get('part_hit', '-')} |")
+        print(lines[-1], flush=True)
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".json", "w") as f:
+        json.dump({"host": host, "one_layer": rows}, f, indent=1)
+    with open(args.out + ".md", "w") as f:
+        f.write(text + "\n")
+    return 0
+
+
 def _isa() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -375,6 +457,9 @@ def _positive(text: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="GPT-2 2/6 layers, ResNet-18 w16")
+    parser.add_argument("--zoo", action="store_true",
+                        help="the zoo's inference models (zoo.py --quick sizes) instead; "
+                             "inductor cold only")
     parser.add_argument("--only", nargs="*", help="workload names (default: all)")
     parser.add_argument("--frameworks", nargs="*", default=["accel", "inductor"])
     parser.add_argument("--targets", nargs="*", default=["cpu"],
@@ -383,6 +468,9 @@ def main() -> int:
                         help="also time accel cold with these environment variables set "
                              "(e.g. ACCEL_SPLIT_FUNCTIONS=0: before/after in one run)")
     parser.add_argument("--no-warm", action="store_true", help="cold compiles only")
+    parser.add_argument("--one-layer", action="store_true",
+                        help="accel only: each model with one layer changed, compiled cold "
+                             "and after the unchanged model filled the cache (part cache)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
     parser.add_argument("--repeat", type=_positive, default=1, metavar="N",
                         help="cold compiles per cell, each in a new process; the fastest "
@@ -393,12 +481,15 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
-    names = args.only or (QUICK if args.quick else list(WORKLOADS))
+    names = args.only or ([f"zoo-{m}" for m in ZOO_WORKLOADS] if args.zoo else
+                          QUICK if args.quick else list(WORKLOADS))
     host = {**host_info(), "isa": _isa(),
             "accel_compile_jobs": os.environ.get("ACCEL_COMPILE_JOBS", "default")}
     results: dict[str, Any] = {"host": host, "quick": args.quick, "repeat": args.repeat,
                                "rows": {}, "cross": {}, "fit": {}}
     variants = dict(v.split("=", 1) for v in args.accel_env)
+    if args.one_layer:
+        return _one_layer_run(names, args, host)
     for name in names:
         row = results["rows"].setdefault(name, {})
         if variants and "accel" in args.frameworks:  # e.g. the compiler before a change
@@ -409,8 +500,9 @@ def main() -> int:
         for fw in args.frameworks:
             if fw == "accel" and "cpu" not in args.targets:
                 continue
-            row[fw] = measure(name, fw, "cpu", args.timeout, warm=not args.no_warm,
-                              repeat=args.repeat)
+            # The zoo's goal compares accel warm with inductor cold: no inductor warm there.
+            warm = not args.no_warm and not (fw == "inductor" and name.startswith("zoo-"))
+            row[fw] = measure(name, fw, "cpu", args.timeout, warm=warm, repeat=args.repeat)
             print(f"{name:16} {fw:9} cold {_cell(row[fw]['cold']):>8} "
                   f"warm {_cell(row[fw].get('warm')):>8}", flush=True)
         if name.startswith("gpt2") and "accel" in args.frameworks:

@@ -373,3 +373,49 @@ def lookup_step(key: str) -> dict[str, Any] | None:
 def store_step(key: str, payload: Mapping[str, Any]) -> None:
     """Save a train-step entry; a cache that cannot be written only logs a warning."""
     _write(cache_dir() / f"{key}.step", b"", payload, "step_store")
+
+
+# -- part entries: one cut part's object code (accel.host.codegen) ----------------------------
+@cache
+def _object_maker_digest() -> str:
+    """SHA-256 of the sources that turn LLVM IR into an object (the target machine, LLVM's
+    options and pipeline, the worker, the cutting): a part's object depends on its IR and
+    these, not on the passes that made the IR, so a changed pass reuses the parts it left
+    alone."""
+    from importlib.util import find_spec
+
+    root = Path(find_spec("accel").origin).parent  # type: ignore[arg-type, union-attr]
+    digest = hashlib.sha256()
+    for path in sorted([*(root / "llvm").glob("*.py"), root / "host" / "worker.py",
+                        root / "host" / "codegen.py"]):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def part_key(llvm_ir: str, opt_level: int, cpu: str, features: str) -> str:
+    """Hex SHA-256 naming the object code of one part (`accel.host.codegen.partition`)."""
+    env = environment()
+    material = {
+        "format": FORMAT_VERSION,
+        "kind": "part",
+        "ir": hashlib.sha256(llvm_ir.encode()).hexdigest(),
+        "opt_level": opt_level, "cpu": cpu, "features": features,
+        "llvmlite": env["llvmlite"], "triple": env["triple"],
+        "maker": _object_maker_digest(),
+    }
+    _add_knobs(material)
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def lookup_part(key: str) -> bytes | None:
+    """The object code stored under part key `key`, or None; counts "part_hit" /
+    "part_miss" in `STATS`."""
+    entry = _read(cache_dir() / f"{key}.part", {})
+    STATS["part_hit" if entry is not None else "part_miss"] += 1
+    return entry.data if entry is not None else None
+
+
+def store_part(key: str, data: bytes) -> None:
+    """Save one part's object code; a cache that cannot be written only logs a warning."""
+    _write(cache_dir() / f"{key}.part", data, {}, "part_store")

@@ -129,18 +129,29 @@ def test_a_constant_naming_a_function_of_another_part() -> None:
     assert object_problem(archive.bundle(objs)) is None
 
 
-def test_the_used_list_of_declarations_goes_to_every_part() -> None:
+def test_the_used_list_goes_to_the_parts_whose_calls_name_it() -> None:
     """The JIT's libmvec variants are kept alive by `@llvm.compiler.used` (an appending
-    global): every part gets the list, so each part's vectoriser may call them (a train
-    step's graphs use exp and log: they were not cut before this)."""
+    global) and named by the `vector-function-abi-variant` attribute of the scalar call: a
+    part whose calls carry that attribute gets the list and the variants' declarations, so
+    its vectoriser may call them (a train step's graphs use exp and log); a part without
+    such calls gets none, so a model that starts using exp elsewhere keeps its text."""
+    variant = ('"vector-function-abi-variant"="_ZGV_LLVM_N8v_expf(_ZGVdN8v_expf)"')
     text = _printed("declare <8 x float> @_ZGVdN8v_expf(<8 x float>)\n"
+                    "declare float @expf(float)\n"
                     "@llvm.compiler.used = appending global [1 x ptr] [ptr @_ZGVdN8v_expf], "
-                    'section "llvm.metadata"\n' + MODULE)
+                    'section "llvm.metadata"\n' + MODULE.replace(
+                        "define i64 @b(i64 %x) {\n",
+                        "define i64 @b(i64 %x) {\n  %e = call float @expf(float 1.0) #0\n")
+                    + f"\nattributes #0 = {{ {variant} }}\n")
     parts = codegen.partition(text, parts=3)
     assert len(parts) == 3
     for part in parts:
-        assert "@llvm.compiler.used = appending global" in part
         llvmx.parse(part, "part")
+        calls_exp = "call float @expf" in part
+        assert ("@llvm.compiler.used = appending global [1 x ptr] [ptr @_ZGVdN8v_expf]"
+                in part) == calls_exp
+        assert ("declare <8 x float> @_ZGVdN8v_expf" in part) == calls_exp
+    assert sum("call float @expf" in p for p in parts) == 1
 
 
 def test_small_modules_are_not_cut() -> None:

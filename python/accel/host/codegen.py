@@ -1,5 +1,5 @@
 """Parallel code generation: a big LLVM module as partitions, optimised and compiled to
-object code in worker processes, linked together by the JIT.
+object code in worker processes, linked together by the JIT, each part's object cached.
 
 LLVM optimises and compiles the functions of a module one after another in one thread,
 and llvmlite serialises every call behind one lock: a train step's backward graph (~120
@@ -10,22 +10,29 @@ own (the functions it defines; declarations of those it calls elsewhere; the con
 reads, copied), and `emit_objects` compiles them in `ACCEL_COMPILE_JOBS` worker processes
 (`accel.host.worker` through `parallel_map`; default: every core this process may use).
 
-Deterministic: how a module is cut depends only on its text (`part_count`, never on the
-job count), and each part's object only on the part, so the objects are the same bytes
+Deterministic: how a module is cut depends only on its text (`_chunks`, never on the job
+count), and each part's object only on the part, so the objects are the same bytes
 whatever `ACCEL_COMPILE_JOBS` is (one job compiles the same parts in this process). Small
 modules (under `LINES_PER_PART` * 2 lines: every test model, most inference graphs) are not
 cut at all and keep the single-object path.
 
+Cached: a part's text depends on its own functions only (content-defined cuts; its own
+declarations, attribute groups and metadata, numbered afresh), so `emit_objects` takes
+parts compiled before from the compile cache (`accel.cache.part_key`): a model with one
+layer changed compiles that layer's parts and the entry again.
+
 What crosses parts: calls (a private function another part calls becomes external, under
 its unique name), read-only globals (copied; they stay private in each part), and
-`@llvm.compiler.used` (every part gets it: it names the libmvec declarations the
-vectoriser may call). A module with writable globals, aliases, unnamed (numbered) globals
+`@llvm.compiler.used` (each part gets the libmvec declarations its calls may be
+vectorised into). A module with writable globals, aliases, unnamed (numbered) globals
 or a `used` list naming its own definitions is not cut.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import logging
 import os
 import pickle
 import re
@@ -39,6 +46,9 @@ from typing import Any
 
 from accel.diagnostics import AccelError
 from accel.host import worker
+from accel.llvm.elf import object_problem
+
+log = logging.getLogger("accel.codegen")
 
 #: Lines of printed IR per part; a module of fewer than twice this stays whole. (12,000
 #: until the twelfth session: the zoo's quick BERT, 17,000 lines, then compiled whole,
@@ -86,23 +96,35 @@ class _Function:
 
 @dataclass
 class _Module:
-    """The printed module taken apart: lines every part keeps (header, types,
-    declarations, attribute groups, metadata), globals and function definitions."""
+    """The printed module taken apart: lines every part keeps (header, types, `used`
+    lists), external declarations, attribute groups and metadata (each part takes the ones
+    it names, numbered afresh), globals and function definitions."""
 
     common: list[str]
     globals: dict[str, tuple[str, set[str]]]
     functions: dict[str, _Function]
+    declarations: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    named_metadata: list[str] = field(default_factory=list)
+    #: `@llvm.compiler.used` / `@llvm.used`: (the line's name, the declarations it names).
+    used: list[tuple[str, list[str]]] = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return sum(len(f.lines) for f in self.functions.values())
 
 
+#: `#N` (an attribute group) and `!N` (a metadata node) outside string literals.
+_NUMBERED = re.compile(r'"(?:[^"\\]|\\.)*"|([#!])([0-9]+)\b')
+_ATTRIBUTES = re.compile(r"^attributes #([0-9]+) = ")
+_METADATA = re.compile(r"^!([0-9]+) = ")
+
+
 def _parse(text: str) -> _Module | None:
     """`text` (LLVM's printer output) taken apart, or None where cutting is not safe."""
-    common: list[str] = []
-    globals_: dict[str, tuple[str, set[str]]] = {}
-    functions: dict[str, _Function] = {}
+    module = _Module([], {}, {})
+    common, globals_, functions = module.common, module.globals, module.functions
     used: list[str] = []
     lines = text.split("\n")
     i = 0
@@ -141,14 +163,23 @@ def _parse(text: str) -> _Module | None:
             globals_[match.group(1)] = (line, refs)
         elif line.startswith(("module asm", "$")):
             return None  # inline assembly or comdats: would be defined in every part
-        else:
+        elif line.startswith("declare ") and (match := _DEFINE_NAME.search(line)):
+            module.declarations[match.group(1)] = line
+        elif match := _ATTRIBUTES.match(line):
+            module.attributes[match.group(1)] = line
+        elif match := _METADATA.match(line):
+            module.metadata[match.group(1)] = line
+        elif line.startswith("!"):
+            module.named_metadata.append(line)  # !llvm.module.flags and the like
+        elif line and not line.startswith(";"):  # comments: "; Function Attrs: ..."
             common.append(line)
         i += 1
-    for line in used:  # every part gets the list: only if it names declarations alone
-        if set(_REF.findall(line.split(" = ", 1)[1])) & (set(functions) | set(globals_)):
+    for line in used:  # each part gets the list's names it uses: only declarations
+        names = _REF.findall(line.split(" = ", 1)[1])
+        if set(names) & (set(functions) | set(globals_)) or "appending global" not in line:
             return None
-        common.append(line)
-    return _Module(common, globals_, functions)
+        module.used.append((line.split(" = ", 1)[0], names))
+    return module
 
 
 def part_count(size: int) -> int:
@@ -168,17 +199,52 @@ def _groups(module: _Module) -> list[list[str]]:
     return list(groups.values())
 
 
+def _lines(module: _Module, group: list[str]) -> int:
+    return sum(len(module.functions[n].lines) for n in group)
+
+
 def _assign(module: _Module, parts: int) -> list[list[str]]:
     """Longest-first onto the lightest part (ties: the lower index): balanced, and a
     function of the text alone."""
-    groups = _groups(module)
-    sized = sorted(groups, key=lambda g: (-sum(len(module.functions[n].lines) for n in g), g))
+    sized = sorted(_groups(module), key=lambda g: (-_lines(module, g), g))
     loads, owned = [0] * parts, [[] for _ in range(parts)]  # type: list[int], list[list[str]]
     for group in sized:
         k = loads.index(min(loads))
         owned[k].extend(group)
-        loads[k] += sum(len(module.functions[n].lines) for n in group)
+        loads[k] += _lines(module, group)
     return [sorted(names) for names in owned if names]
+
+
+def _chunks(module: _Module) -> list[list[str]]:
+    """Content-defined parts (as restic and rsync cut files): the groups in the order of
+    their names, a part ending after a group with a probability of its share of
+    `LINES_PER_PART` (drawn from a hash of its name), or before a group that would take the
+    part past twice that. Where a part ends depends on the groups around it alone, so a
+    changed function changes its own part (and at most its neighbour, if its size crosses a
+    bound): the other parts keep their text, and their objects come from the part cache.
+    The entries (what the JIT's `__accel_call_` trampolines call) and the trampolines form
+    a part of their own: an entry calls every other function, so it changes with any."""
+    groups = _groups(module)
+    called = {ref for name, fn in module.functions.items() if name.startswith("__accel_call_")
+              for ref in fn.refs}
+    entry = [g for g in groups if any(n.startswith("__accel_call_") or n in called for n in g)]
+    chunks: list[list[str]] = [[n for g in entry for n in g]] if entry else []
+    current: list[str] = []
+    load = 0
+    for group in sorted((g for g in groups if g not in entry), key=min):
+        lines = _lines(module, group)
+        if current and load + lines > 2 * LINES_PER_PART:
+            chunks.append(current)
+            current, load = [], 0
+        current.extend(group)
+        load += lines
+        draw = int.from_bytes(hashlib.sha256(min(group).encode()).digest()[:8], "big") / 2**64
+        if draw < lines / LINES_PER_PART:
+            chunks.append(current)
+            current, load = [], 0
+    if current:
+        chunks.append(current)
+    return [sorted(names) for names in chunks]
 
 
 def _declaration(header: str) -> str:
@@ -201,16 +267,53 @@ def _needs(module: _Module, names: list[str]) -> tuple[set[str], set[str]]:
     return refs, wanted
 
 
+def _numbered_afresh(module: _Module, out: list[str]) -> list[str]:
+    """`out` with the attribute groups and metadata nodes it names appended, numbered from
+    0 in the order of first use: a part's text then depends on its own contents only, not
+    on how the whole module numbered them (the part cache's key)."""
+    lines = out + module.named_metadata
+    defined = {"#": module.attributes, "!": module.metadata}
+    renamed: dict[tuple[str, str], str] = {}
+    counts = {"#": 0, "!": 0}
+
+    def rename(match: re.Match[str]) -> str:
+        sigil, number = match.group(1), match.group(2)
+        if sigil is None:
+            return match.group(0)  # a string literal: left as it is
+        new = renamed.get((sigil, number))
+        if new is None:
+            if number not in defined[sigil]:
+                raise AccelError(f"internal error: {sigil}{number} is named but not defined "
+                                 "in the module cut for code generation")
+            new = renamed[(sigil, number)] = str(counts[sigil])
+            counts[sigil] += 1
+            lines.append(defined[sigil][number])  # renamed in its turn: nodes name nodes
+        return sigil + new
+
+    # A definition is appended when first named, so each kind lands in its new order.
+    k = 0
+    while k < len(lines):
+        lines[k] = _NUMBERED.sub(rename, lines[k])
+        k += 1
+    return lines
+
+
 def partition(text: str, parts: int | None = None) -> list[str]:
     """The parts of the printed module `text` (a list of one: `text` itself, when it is
-    small or cannot be cut). `parts`: how many (default: `part_count` of its size)."""
+    small or cannot be cut). `parts`: how many, balanced by size (default: content-defined
+    parts of about `LINES_PER_PART` lines, `_chunks`, when the module has at least twice
+    that). Each part is a module of its own whose text depends on its functions alone."""
     module = _parse(text)
     if module is None:
         return [text]
-    parts = part_count(module.size) if parts is None else parts
-    if parts < 2 or len(module.functions) < 2:
+    if parts is None:
+        if part_count(module.size) < 2:
+            return [text]
+        owned = _chunks(module)
+    else:
+        owned = _assign(module, parts) if parts >= 2 else []
+    if len(owned) < 2:
         return [text]
-    owned = _assign(module, parts)
     owner = {name: k for k, names in enumerate(owned) for name in names}
     needs = [_needs(module, names) for names in owned]
     called_across = {ref for k, (refs, _) in enumerate(needs) for ref in refs
@@ -218,26 +321,64 @@ def partition(text: str, parts: int | None = None) -> list[str]:
     texts = []
     for k, names in enumerate(owned):
         refs, wanted = needs[k]
-        out = list(module.common)
-        out += [module.globals[g][0] for g in module.globals if g in wanted]
-        out += [_declaration(module.functions[f].lines[0]) for f in sorted(refs)
-                if f in owner and owner[f] != k]
+        code = [module.globals[g][0] for g in module.globals if g in wanted]
+        code += [_declaration(module.functions[f].lines[0]) for f in sorted(refs)
+                 if f in owner and owner[f] != k]
         for name in names:
             body = module.functions[name].lines
             if name in called_across:
                 body = [_LOCAL_LINKAGE.sub("define ", body[0]), *body[1:]]
-            out += body
-        texts.append("\n".join(out))
+            code += body
+        used = _used_lists(module, code, refs)
+        refs = refs | {name for _, kept in used for name in kept}
+        out = list(module.common)
+        out += [f'{list_name} = appending global [{len(kept)} x ptr] ['
+                + ", ".join(f"ptr @{n}" for n in kept) + '], section "llvm.metadata"'
+                for list_name, kept in used]
+        out += [line for name, line in module.declarations.items() if name in refs]
+        texts.append("\n".join(_numbered_afresh(module, out + code)) + "\n")
     return texts
 
 
+def _used_lists(module: _Module, code: list[str], refs: set[str]
+                ) -> list[tuple[str, list[str]]]:
+    """The `used` lists for a part of `code`: the names it calls, or that an attribute
+    group it uses names (libmvec's variants, in `vector-function-abi-variant`), so that a
+    model that starts using erf elsewhere does not change this part's text."""
+    groups = {m.group(2) for line in code for m in _NUMBERED.finditer(line)
+              if m.group(1) == "#"}
+    attributes = " ".join(module.attributes[g] for g in groups if g in module.attributes)
+    out = []
+    for list_name, names in module.used:
+        kept = [n for n in names if n in refs or f"({n})" in attributes]
+        if kept:
+            out.append((list_name, kept))
+    return out
+
+
 def emit_objects(parts: Sequence[str], opt_level: int, cpu: str, features: str,
-                 jobs: int | None = None) -> list[bytes]:
+                 jobs: int | None = None, *, cached: bool = False) -> list[bytes]:
     """Object code of each part, in order, compiled by up to `jobs` worker processes
-    (default `compile_jobs()`; 1: here, one after another)."""
-    return parallel_map("accel.host.worker:compile_part",
-                        [(p, opt_level, cpu, features) for p in parts], jobs,
+    (default `compile_jobs()`; 1: here, one after another). `cached`: parts whose object
+    the cache holds (`accel.cache.part_key`: the part's text, the target, LLVM) are not
+    compiled again, and the others are stored: a model with one layer changed compiles
+    that layer's parts only."""
+    from accel import cache
+
+    keys = [cache.part_key(p, opt_level, cpu, features) for p in parts] if cached else []
+    found = [cache.lookup_part(k) for k in keys] if cached else [None] * len(parts)
+    missing = [k for k, obj in enumerate(found) if obj is None or object_problem(obj)]
+    made = parallel_map("accel.host.worker:compile_part",
+                        [(parts[k], opt_level, cpu, features) for k in missing], jobs,
                         what="code generation part")
+    for k, obj in zip(missing, made, strict=True):
+        found[k] = obj
+        if cached:
+            cache.store_part(keys[k], obj)
+    if cached:
+        log.info("accel codegen: %d of %d parts compiled, %d from the cache", len(missing),
+                 len(parts), len(parts) - len(missing))
+    return [obj for obj in found if obj is not None]
 
 
 def parallel_map(function: str, calls: Sequence[tuple[Any, ...]], jobs: int | None = None, *,

@@ -171,7 +171,8 @@ def _compile_and_store(text: str, key: str | None, opts: dict[str, Any],
             raise from_mlir_error(err, filename, context="translation to LLVM IR") from None
         phases.snapshot("llvm-ir", llvm_ir, suffix=".ll")
     compiled = CompiledMLIR.from_llvm_ir(llvm_ir, signatures, opts["opt_level"], mlir_llvm,
-                                         weights=weights, weight_specs=weight_specs)
+                                         weights=weights, weight_specs=weight_specs,
+                                         part_cache=key is not None)
     if key is not None:
         cache.store(key, compiled.object_code, {
             "llvm_ir": llvm_ir, "mlir_llvm": mlir_llvm, "weights": weight_specs,

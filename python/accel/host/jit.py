@@ -58,19 +58,23 @@ class CompiledMLIR:
                      mlir_llvm: str = "", cache_hit: bool = False,
                      weights: Mapping[str, np.ndarray] | None = None,
                      weight_specs: Mapping[str, int] | None = None,
-                     object_code: bytes | None = None) -> CompiledMLIR:
+                     object_code: bytes | None = None, part_cache: bool = False
+                     ) -> CompiledMLIR:
         """JIT normalised LLVM IR (`llvm_ir` of an earlier compilation) with its signatures.
 
         `object_code` is the host object an earlier compilation of this IR produced
         (`CompiledMLIR.object_code`): given, LLVM neither optimises nor compiles again.
 
         `weight_specs` (name -> byte size) lists the external globals the code reads; each
-        is bound to the array of that name in `weights`.
+        is bound to the array of that name in `weights`. `part_cache`: a module cut for
+        parallel code generation takes the objects of parts compiled before from the
+        compile cache (`accel.host.codegen.emit_objects`).
         """
         bound = {name: (weights or {})[name] for name in (weight_specs or {})
                  if name in (weights or {})}
         check_bindings(weight_specs or {}, weights or {}, "the compiled code")
-        engine, callables, obj = _jit(llvm_ir, signatures, opt_level, bound, object_code)
+        engine, callables, obj = _jit(llvm_ir, signatures, opt_level, bound, object_code,
+                                      part_cache)
         compiled = cls(signatures, mlir_llvm, llvm_ir, callables, engine, cache_hit, bound,
                        obj, opt_level)
         for fn in callables.values():
@@ -242,7 +246,8 @@ _BIND_LOCK = threading.Lock()
 
 def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
          weights: Mapping[str, np.ndarray],
-         object_code: bytes | None = None) -> tuple[Any, dict[str, CompiledFunction], bytes]:
+         object_code: bytes | None = None, part_cache: bool = False
+         ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
     """JIT `llvm_ir`; returns the engine, the callables and the host object code.
 
     With `object_code` (from an earlier `_jit` of the same IR on this host) nothing is
@@ -254,7 +259,8 @@ def _jit(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
         rec = phases.current()
         # LLVM releases the GIL: in a worker thread, so that Ctrl-C stops the wait at once.
         engine, callables, obj = interrupts.run_releasing_gil(
-            lambda: _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code))
+            lambda: _jit_unrecorded(llvm_ir, signatures, opt_level, weights, object_code,
+                                    part_cache))
         if rec is not None and rec.want_object:
             rec.object_code = obj
         return engine, callables, obj
@@ -286,7 +292,8 @@ class _ObjectSink:
 
 
 def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: int,
-                    weights: Mapping[str, np.ndarray], object_code: bytes | None
+                    weights: Mapping[str, np.ndarray], object_code: bytes | None,
+                    part_cache: bool = False
                     ) -> tuple[Any, dict[str, CompiledFunction], bytes]:
     mod = llvmx.parse(_with_vector_math(llvm_ir, opt_level), "translated LLVM IR")
     if object_code is None:
@@ -327,8 +334,8 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
     else:
         # `mod` only served to resolve externals; the code is the objects'.
         if object_code is None:  # a big module: its parts compiled by worker processes
-            object_code = archive.bundle(codegen.emit_objects(parts, opt_level,
-                                                              *llvmx.host_cpu()))
+            object_code = archive.bundle(codegen.emit_objects(
+                parts, opt_level, *llvmx.host_cpu(), cached=part_cache))
         empty = llvmx.parse("", "empty module")
         empty.triple, empty.data_layout = mod.triple, mod.data_layout
         engine = llvmx.mcjit(empty, tm)
