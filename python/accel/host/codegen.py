@@ -306,8 +306,9 @@ def _numbered_afresh(module: _Module, out: list[str]) -> list[str]:
 def partition(text: str, parts: int | None = None) -> list[str]:
     """The parts of the printed module `text` (a list of one: `text` itself, when it is
     small or cannot be cut). `parts`: how many, balanced by size (default: content-defined
-    parts of about `LINES_PER_PART` lines, `_chunks`, when the module has at least twice
-    that). Each part is a module of its own whose text depends on its functions alone."""
+    parts of about 3/4 `LINES_PER_PART` lines, `_chunks`, when the module has at least
+    twice `LINES_PER_PART`). Each part is a module of its own whose text depends on its
+    functions alone."""
     module = _parse(text)
     if module is None:
         return [text]
