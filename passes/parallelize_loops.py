@@ -78,6 +78,7 @@ from accel.passes._affine import bounds, trip_count, value_inside
 from accel.passes._affine import constant as _constant
 from accel.passes._hoist_stores import hoist_invariant_stores
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
+from accel.passes._split_scratch import split_shared_scratch
 from accel.passes.base import ModulePass, is_inside, ops_named, register_pass
 
 #: Smallest static work (scalar body-op executions of one run of the loop) that goes
@@ -498,6 +499,11 @@ def plan(loop: Operation, min_work: int, chunk_work: int = CHUNK_WORK) -> _Plan 
     return result
 
 
+def _written(loop: Operation) -> list[ir.Value]:
+    """The memrefs `loop` stores to, in program order."""
+    return list(dict.fromkeys(_access(op)[0] for op in ops_named(loop, ("affine.store",))))
+
+
 # -- outlining ------------------------------------------------------------------------------
 def _descriptor(t: ir.Type) -> str:
     rank = ir.MemRefType(t).rank
@@ -719,6 +725,10 @@ class ParallelizeLoops(ModulePass):
                 loop = todo.pop(0)
                 result = plan(loop, self.min_work, self.chunk_work)
                 if result == CARRIED and hoist_invariant_stores(loop):
+                    result = plan(loop, self.min_work, self.chunk_work)
+                if result == CARRIED and split_shared_scratch(
+                        loop, _written(loop), _overwritten_first,
+                        lambda access: _access(access)[0]):
                     result = plan(loop, self.min_work, self.chunk_work)
                 if isinstance(result, _Plan):
                     outline(module, result, _fresh_name(fname, known), self.dealloc)

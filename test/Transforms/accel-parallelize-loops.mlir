@@ -486,3 +486,92 @@ func.func @two_nests(%a: memref<1024x256xf32>, %b: memref<1024x256xf32>, %c: mem
   }
   return
 }
+
+// -----
+
+// Two nests share one stack scratch buffer (affine fusion leaves such), each overwriting it
+// before reading it in every iteration: the first gets a copy of its own, and both run in
+// parallel, each thread with a private buffer (a CNN+BN train step's 2x2 pool backward).
+// CHECK-LABEL: func.func @shared_scratch
+// CHECK-NOT:     affine.for
+// CHECK:         call @shared_scratch_par0(
+// CHECK-NEXT:    call @shared_scratch_par1(
+// CHECK:       func.func private @shared_scratch_par0_body(
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<32x32xf32>
+// CHECK:       func.func private @shared_scratch_par1_body(
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<32x32xf32>
+func.func @shared_scratch(%a: memref<64x32x32xf32>, %b: memref<64x32x32xf32>, %c: memref<64x32x32xf32>) {
+  %s = memref.alloca() : memref<32x32xf32>
+  affine.for %n = 0 to 64 {
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %x = affine.load %a[%n, %i, %j] : memref<64x32x32xf32>
+        %y = arith.mulf %x, %x : f32
+        affine.store %y, %s[%i, %j] : memref<32x32xf32>
+      }
+    }
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %y = affine.load %s[%i, %j] : memref<32x32xf32>
+        %z = arith.addf %y, %y : f32
+        affine.store %z, %b[%n, %i, %j] : memref<64x32x32xf32>
+      }
+    }
+  }
+  affine.for %n = 0 to 64 {
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %x = affine.load %b[%n, %i, %j] : memref<64x32x32xf32>
+        %y = arith.subf %x, %x : f32
+        affine.store %y, %s[%i, %j] : memref<32x32xf32>
+      }
+    }
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %y = affine.load %s[%i, %j] : memref<32x32xf32>
+        %z = arith.mulf %y, %y : f32
+        affine.store %z, %c[%n, %i, %j] : memref<64x32x32xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Negative: the second nest reads the scratch buffer before writing it (what the first
+// nest's last iteration left): no copy, and both nests stay serial.
+// CHECK-LABEL: func.func @scratch_flows_between_nests
+// CHECK:         affine.for
+// CHECK-NOT:     call @scratch_flows_between_nests_par
+// CHECK:         return
+func.func @scratch_flows_between_nests(%a: memref<64x32x32xf32>, %b: memref<64x32x32xf32>, %c: memref<64x32x32xf32>) {
+  %s = memref.alloca() : memref<32x32xf32>
+  affine.for %n = 0 to 64 {
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %x = affine.load %a[%n, %i, %j] : memref<64x32x32xf32>
+        %y = arith.mulf %x, %x : f32
+        affine.store %y, %s[%i, %j] : memref<32x32xf32>
+      }
+    }
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %y = affine.load %s[%i, %j] : memref<32x32xf32>
+        affine.store %y, %b[%n, %i, %j] : memref<64x32x32xf32>
+      }
+    }
+  }
+  affine.for %n = 0 to 64 {
+    affine.for %i = 0 to 32 {
+      affine.for %j = 0 to 32 {
+        %y = affine.load %s[%i, %j] : memref<32x32xf32>
+        %x = affine.load %b[%n, %i, %j] : memref<64x32x32xf32>
+        %z = arith.addf %x, %y : f32
+        affine.store %z, %s[%i, %j] : memref<32x32xf32>
+        affine.store %z, %c[%n, %i, %j] : memref<64x32x32xf32>
+      }
+    }
+  }
+  return
+}
