@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes.base import ops_named
+from accel.passes.base import defining_op, ops_named
 
 
 def split_shared_scratch(loop: Operation, written: list[ir.Value],
@@ -31,37 +31,33 @@ def split_shared_scratch(loop: Operation, written: list[ir.Value],
     Whether any did."""
     block_ops = [op.operation for op in loop.parent.regions[0].blocks[0].operations] \
         if loop.parent is not None else []
-    if not any(op == loop for op in block_ops):
+    here = next((k for k, top in enumerate(block_ops) if top == loop), None)
+    if here is None:
         return False
     changed = False
     for memref in written:
-        owner = memref.owner
-        if not isinstance(owner, ir.OpView | ir.Operation):
-            continue
-        owner = owner.operation
-        if owner.name != "memref.alloca" or list(owner.operands) or \
+        owner = defining_op(memref, "memref.alloca")
+        if owner is None or list(owner.operands) or \
                 not ir.MemRefType(memref.type).has_static_shape:
             continue
         touching: dict[int, list[Operation]] = {}
         for k, top in enumerate(block_ops):
-            found = [a for a in ops_named(top, ("affine.load", "affine.store"))
-                     if access_memref(a) == memref]
-            if found:
-                touching[k] = found
-        mine = [k for k, top in enumerate(block_ops) if top == loop]
-        if len(touching) < 2 or not mine or mine[0] not in touching:
+            accesses = [a for a in ops_named(top, ("affine.load", "affine.store"))
+                        if access_memref(a) == memref]
+            if accesses:
+                touching[k] = accesses
+        if len(touching) < 2 or here not in touching:
             continue
-        total = sum(len(v) for v in touching.values())
-        if total != len(list(memref.uses)):
+        if sum(len(v) for v in touching.values()) != len(list(memref.uses)):
             continue  # a use that is not an affine access (a call, a view)
         if not all(block_ops[k].name == "affine.for" and
-                   overwritten_first(memref, block_ops[k], len(found))
-                   for k, found in touching.items()):
+                   overwritten_first(memref, block_ops[k], len(accesses))
+                   for k, accesses in touching.items()):
             continue
         fresh = owner.clone(ip=InsertionPoint(loop))
-        for access in touching[mine[0]]:
-            for use_number, value in enumerate(access.operands):
+        for access in touching[here]:
+            for number, value in enumerate(access.operands):
                 if value == memref:
-                    access.operands[use_number] = fresh.results[0]
+                    access.operands[number] = fresh.results[0]
         changed = True
     return changed
