@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from accel.ir import InsertionPoint, Operation, ir
 from accel.passes._affine import base_buffer, iv, trip_count, value_inside
-from accel.passes.base import ops_named
+from accel.passes.base import is_inside, ops_named
 
 #: Ops a loop may hold for its stores to move (no calls, no other memory effects).
 _PURE_PREFIXES = ("affine.", "arith.", "math.")
@@ -113,5 +113,12 @@ def _copy_in_front(loop: Operation, chain: list[Operation], deps: list[Operation
     originals, copies = ops_named(outer), ops_named(copy.operation)
     drop = [c for o, c in zip(originals, copies, strict=True)
             if c.name != "affine.yield" and not any(o == k for k in keep)]
-    for op in reversed(drop):  # users (later in the walk) before their definitions
+    # Only the outermost: erasing an op erases what it holds, and an inner loop's yield
+    # (kept above) would otherwise outlive the values it yields (a reduction carried in
+    # iter_args): a use of a freed value, which corrupted the heap.
+    roots: list[Operation] = []
+    for op in drop:  # the walk's order: an op's ancestors come before it
+        if not any(is_inside(op, root) for root in roots):
+            roots.append(op)
+    for op in reversed(roots):  # users (later in the walk) before their definitions
         op.erase()

@@ -34,6 +34,7 @@ from accel.passes import (  # noqa: F401 - imported to register
     outline_nonaffine_linalg,
     parallelize_loops,
     precise_math_to_libm,
+    promote_accumulators,
     prepare_one_shot,
     reduce_reduce_fusion,
     split_argmax,

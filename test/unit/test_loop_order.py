@@ -1,8 +1,9 @@
 """Loop order on the CPU path: `accel-loop-interchange` and `accel-tile-transposes`.
 
 Reductions over a leading dim and transposing copies, compiled with `accel.compile` and
-compared with eager (rtol 1e-5: the interchange keeps each element's order of additions,
-eager's order differs); the IR after bufferization shows the passes fired: the input's
+compared with eager (rtol 1e-5 and atol 5e-5: the interchange keeps each element's order of
+additions, eager's differs, and a sum of 256 normal values that ends near zero is 1e-5
+apart in absolute terms; fixed seeds); the IR after bufferization shows the passes fired: the input's
 loads take their last index from the innermost loop, and transposes loop in blocks.
 """
 
@@ -19,7 +20,7 @@ from accel.diagnostics import AccelError
 from accel.passes import lookup_pass
 from accel.pipeline import run_pipeline
 
-RTOL, ATOL = 1e-5, 1e-5
+RTOL, ATOL = 1e-5, 5e-5
 
 
 def _compile(fn: Callable[..., torch.Tensor], *inputs: torch.Tensor) -> tuple[object, str]:
@@ -66,7 +67,7 @@ def _loads_along_innermost(ir_text: str, shape: tuple[int, ...]) -> list[bool]:
 ])
 def test_leading_dim_reductions_read_rows(name: str, fn: Callable[..., torch.Tensor],
                                           shape: tuple[int, ...]) -> None:
-    x = torch.randn(*shape)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
     _, ir_text = _compile(fn, x)
     loads = _loads_along_innermost(ir_text, shape)
     assert loads and all(loads), ir_text
@@ -79,7 +80,7 @@ def test_leading_dim_reductions_read_rows(name: str, fn: Callable[..., torch.Ten
 ])
 def test_transposes_are_blocked(name: str, fn: Callable[..., torch.Tensor],
                                 shape: tuple[int, ...]) -> None:
-    x = torch.randn(*shape)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
     _, ir_text = _compile(fn, x)
     assert re.search(r"affine\.for %\w+ = 0 to \d+ step 8 \{", ir_text), ir_text
 

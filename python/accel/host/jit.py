@@ -18,7 +18,7 @@ import numpy as np
 
 from accel import phases
 from accel.diagnostics import AccelError
-from accel.host import codegen, openmp, vecmath
+from accel.host import codegen, openmp, perfmap, vecmath
 from accel.host.abi import soft_float_helpers_ir, trampoline_ir
 from accel.host.parallel import PARALLEL_FOR, parallel_runtime_ir
 from accel.llvm import archive
@@ -347,6 +347,8 @@ def _jit_unrecorded(llvm_ir: str, signatures: dict[str, Signature], opt_level: i
             llvmx.add_symbol(name, array.ctypes.data)
         engine.finalize_object()
     sink.raise_error()
+    perfmap.record((f.name for f in mod.functions if not f.is_declaration),
+                   engine.get_function_address)
     if not emitted:  # never store or save code without its object
         raise AccelError("internal error: LLVM compiled the module but handed back no "
                          "object code")

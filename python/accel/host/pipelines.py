@@ -106,6 +106,11 @@ AFFINE_FUSION: list[str] = [
     "func.func(accel-loop-interchange)",
     # Transposing nests (unit stride along different loops) in 32 x 32 blocks.
     "func.func(accel-tile-transposes)",
+    # Sums kept in a buffer element across a loop (BatchNorm backward's per-channel sums)
+    # become loop-carried values: once outlined for threads, LLVM cannot tell the buffer
+    # from the others and kept the sum in memory, unvectorised. After the loop passes
+    # above, which want loops without results.
+    "func.func(accel-promote-accumulators)",
 ]
 
 #: Goes right after AFFINE_FUSION (so only when it runs): the outermost parallel loop of
