@@ -113,7 +113,7 @@ def promote(loop: Operation, pairs: list[tuple[Operation, Operation]]) -> Operat
     for op in af.body(loop):
         op.move_before(yield_op.operation)
     old_body.arguments[0].replace_all_uses_with(new.induction_variable)
-    for (load, store), carried in zip(pairs, list(new_body.arguments)[1:], strict=True):
+    for (load, _), carried in zip(pairs, list(new_body.arguments)[1:], strict=True):
         load.results[0].replace_all_uses_with(carried)
         load.erase()
     last = new.operation

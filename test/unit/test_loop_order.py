@@ -1,10 +1,11 @@
 """Loop order on the CPU path: `accel-loop-interchange` and `accel-tile-transposes`.
 
 Reductions over a leading dim and transposing copies, compiled with `accel.compile` and
-compared with eager (rtol 1e-5 and atol 5e-5: the interchange keeps each element's order of
-additions, eager's differs, and a sum of 256 normal values that ends near zero is 1e-5
-apart in absolute terms; fixed seeds); the IR after bufferization shows the passes fired: the input's
-loads take their last index from the innermost loop, and transposes loop in blocks.
+compared with eager (rtol 1e-5 and atol 5e-5: the interchange keeps each element's order
+of additions, eager's differs, and a sum of 256 normal values that ends near zero is 1e-5
+apart in absolute terms; fixed seeds); the IR after bufferization shows the passes fired:
+the input's loads take their last index from the innermost loop, and transposes loop in
+blocks.
 """
 
 from __future__ import annotations
