@@ -56,8 +56,10 @@ def test_sixteen_rows_get_the_gemm_kernel(monkeypatch):
     a, b = _rand(16, 300), _rand(300, 768)
     compiled, ir = _bufferized(_matmul(16, 768, 300))
     assert "accel_gemv" not in ir and "accel_gemm_16x768x300" in ir
+    # The K-scaled bound of the test above: with AVX2's tiles (KC = 256: two K blocks) an
+    # output of 0.0398 came out 1.8e-5 from float64, past a flat 1e-5.
     np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b,
-                               rtol=RTOL, atol=ATOL)
+                               rtol=RTOL, atol=ATOL * (300 / 100) ** 0.5)
 
 
 class _Head(torch.nn.Module):
