@@ -263,6 +263,48 @@ func.func @invariant_store(%x: memref<32x8x196xf32>, %g: memref<8xf32>, %scale: 
 
 // -----
 
+// The same with a 2x2 max pool whose running maximum is carried in iter_args (as
+// accel-promote-accumulators leaves it): the copy in front keeps only the scale's store, and
+// the pool's loops and their yields go with it whole (erasing their bodies first left a
+// yield using freed values: a heap corruption).
+// CHECK-LABEL: func.func @invariant_store_with_carried_max
+// CHECK:         affine.for %[[C:.*]] = 0 to 8 {
+// CHECK-NEXT:      %[[G:.*]] = affine.load %{{.*}}[%[[C]]] : memref<8xf32>
+// CHECK-NEXT:      %[[S:.*]] = math.rsqrt %[[G]]
+// CHECK-NEXT:      affine.store %[[S]], %{{.*}}[%[[C]]] : memref<8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    call @invariant_store_with_carried_max_par0(
+// CHECK:       func.func private @invariant_store_with_carried_max_par0_body(
+// CHECK:         iter_args
+// CHECK:         arith.maximumf
+func.func @invariant_store_with_carried_max(%x: memref<32x8x28x28xf32>, %g: memref<8xf32>, %scale: memref<8xf32>, %out: memref<32x8x14x14xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  affine.for %n = 0 to 32 {
+    affine.for %c = 0 to 8 {
+      %v = affine.load %g[%c] : memref<8xf32>
+      %s = math.rsqrt %v : f32
+      affine.store %s, %scale[%c] : memref<8xf32>
+      affine.for %h = 0 to 14 {
+        affine.for %w = 0 to 14 {
+          %m = affine.for %i = 0 to 2 iter_args(%a = %ninf) -> (f32) {
+            %m2 = affine.for %j = 0 to 2 iter_args(%b = %a) -> (f32) {
+              %e = affine.load %x[%n, %c, %h * 2 + %i, %w * 2 + %j] : memref<32x8x28x28xf32>
+              %t = arith.mulf %e, %s : f32
+              %u = arith.maximumf %b, %t : f32
+              affine.yield %u : f32
+            }
+            affine.yield %m2 : f32
+          }
+          affine.store %m, %out[%n, %c, %h, %w] : memref<32x8x14x14xf32>
+        }
+      }
+    }
+  }
+  return
+}
+
+// -----
+
 // Negative: the loop also reads the per-channel buffer, so its first image would see the
 // values from before the loop: the store stays, and so does the loop's serial order.
 // CHECK-LABEL: func.func @invariant_store_read_back
