@@ -5,7 +5,8 @@ such addresses up in `/tmp/perf-<pid>.map` ("START SIZE NAME" in hex, one functi
 the convention V8, the JVM and LuaJIT follow. With `$ACCEL_PERF_MAP` set, every module the
 JIT links appends its functions there, so a profile of a compiled model names its kernels
 and fused nests instead of `[unknown]`. Sizes are the distance to the next function of the
-same module (MCJIT does not hand out symbol sizes), the last one 4 KiB at most.
+same module (MCJIT does not hand out symbol sizes), the last one 4 KiB at most. AOT
+libraries need no map: they are ELF files whose symbols `perf` reads itself.
 """
 
 from __future__ import annotations
