@@ -37,6 +37,8 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "latest.json")
 FRAMEWORKS = ["numpy", "torch", "inductor", "onnxruntime", "accel", "iree"]
+#: Set in the workers' environment by --freeze-weights (accel's `freeze_weights` option).
+FREEZE_ENV = "ACCEL_BENCH_FREEZE_WEIGHTS"
 LABELS = {"numpy": "numpy", "torch": "eager", "inductor": "inductor", "onnxruntime": "ort",
           "accel": "accel", "iree": "iree"}
 PEERS = ["numpy", "torch", "inductor", "onnxruntime", "iree"]  # ratio columns accel/peer
@@ -314,7 +316,8 @@ class Framework:
 
     def accel_options(self, cache: bool) -> dict[str, Any]:
         # Threads of accel's parallel loops, set before each call (process-wide).
-        return {"cache": cache, "num_threads": self.threads}
+        return {"cache": cache, "num_threads": self.threads,
+                "freeze_weights": os.environ.get(FREEZE_ENV) == "1"}
 
     def _onnxruntime(self, wl: Workload, model: Any, inputs: tuple[Any, ...]
                      ) -> tuple[Callable[[], Any], float]:
@@ -522,6 +525,7 @@ def worker(framework: str, threads: int, quick: bool, only: list[str] | None) ->
 def _run_worker(framework: str, threads: int, args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ)
     env.update({k: str(threads) for k in THREAD_ENV})
+    env[FREEZE_ENV] = "1" if args.freeze_weights else "0"
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework, str(threads)]
     if args.quick:
         cmd.append("--quick")
@@ -708,6 +712,9 @@ def main() -> None:
                         help="thread counts (default: 1 and all cores)")
     parser.add_argument("--workloads", nargs="+", help="only these workload names")
     parser.add_argument("--json", default=RESULTS, help=f"output file (default {RESULTS})")
+    parser.add_argument("--freeze-weights", action="store_true",
+                        help="compile accel with freeze_weights (parameters packed once, "
+                             "as onnxruntime does; inductor runs without freezing)")
     parser.add_argument("--worker-timeout", type=float, default=1800,
                         help="seconds before a worker is killed")
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "THREADS"),
@@ -721,6 +728,7 @@ def main() -> None:
     nmax = all_threads()
     threads = args.threads or sorted({1, nmax})
     host = host_info()
+    host["accel_options"] = {"freeze_weights": args.freeze_weights}
     start = time.perf_counter()
     workers: dict[str, Any] = {}
     results: dict[tuple[str, int], dict[str, Any]] = {}
@@ -747,7 +755,8 @@ def main() -> None:
     host["wall_s"] = round(time.perf_counter() - start, 1)
 
     print(f"\naccel benchmarks ({'quick' if args.quick else 'full'}), {host['date']}, "
-          f"{host['cpu']} ({host['isa']}), {host['cores']} cores; median after warm-up")
+          f"{host['cpu']} ({host['isa']}), {host['cores']} cores; median after warm-up"
+          f"{'; accel with freeze_weights' if args.freeze_weights else ''}")
     print(table(results, shown, threads, rows, ratio))
     print("a/X = accel speed / X speed (> 1: accel faster); * = accel's 1-thread number (no "
           "all-threads result); n/s = not supported, n/a = not run by this framework")

@@ -50,6 +50,8 @@ from benchmarks.run import (  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "zoo.json")
 FRAMEWORKS = ["torch", "inductor", "onnxruntime", "accel"]
+#: Set in the workers' environment by --freeze-weights (accel's `freeze_weights` option).
+FREEZE_ENV = "ACCEL_BENCH_FREEZE_WEIGHTS"
 LABELS = {"torch": "eager", "inductor": "inductor", "onnxruntime": "ort", "accel": "accel"}
 PEERS = ["torch", "inductor", "onnxruntime"]
 #: x86 ISA flags of /proc/cpuinfo worth recording (what the kernels can use).
@@ -93,7 +95,9 @@ class Runner:
             import accel
 
             start = time.perf_counter()
-            fn = accel.compile(built.model, inputs, options={"num_threads": self.threads})
+            fn = accel.compile(built.model, inputs, options={
+                "num_threads": self.threads,
+                "freeze_weights": os.environ.get(FREEZE_ENV) == "1"})
             info = {"compile_s": time.perf_counter() - start, "cache_hit": fn.cache_hit}
             return (lambda: _first(built, fn(*inputs))), info
         if self.framework == "onnxruntime":
@@ -215,6 +219,7 @@ def _run_worker(framework: str, threads: int, models: list[str], args: argparse.
     env = dict(os.environ)
     env.update({k: str(threads) for k in THREAD_ENV})
     env["ACCEL_CACHE_DIR"] = dirs["accel"]
+    env[FREEZE_ENV] = "1" if args.freeze_weights else "0"
     env["TORCHINDUCTOR_CACHE_DIR"] = dirs["inductor"]
     rows: dict[str, Any] = {}
     left = list(models)
@@ -332,6 +337,9 @@ def main() -> None:
     parser.add_argument("--threads", nargs="+", type=int,
                         help="thread counts (default: 1 and all cores)")
     parser.add_argument("--json", default=RESULTS, help=f"output file (default {RESULTS})")
+    parser.add_argument("--freeze-weights", action="store_true",
+                        help="compile accel with freeze_weights (parameters packed once, "
+                             "as onnxruntime does; inductor runs without freezing)")
     parser.add_argument("--worker-timeout", type=float, default=5400,
                         help="seconds before a worker is killed")
     parser.add_argument("--size", default=None, help=argparse.SUPPRESS)
@@ -355,6 +363,7 @@ def main() -> None:
             versions[dist] = importlib.metadata.version(dist)
     host["isa"] = isa_flags()
     host["threads"] = threads
+    host["accel_options"] = {"freeze_weights": args.freeze_weights}
     start = time.perf_counter()
     results: dict[tuple[str, int], dict[str, Any]] = {}
     with contextlib.ExitStack() as stack:
@@ -368,7 +377,8 @@ def main() -> None:
     ratio = ratios(results, threads, args.models)
 
     print(f"\naccel model zoo ({args.size}), {host['date']}, {host['cpu']} "
-          f"({', '.join(host['isa'])}), {host['cores']} cores; median ms per inference")
+          f"({', '.join(host['isa'])}), {host['cores']} cores; median ms per inference"
+          f"{'; accel with freeze_weights' if args.freeze_weights else ''}")
     print(table(results, threads, args.models, ratio, args.frameworks))
     print("ok: accel compiled the model; max err: max |accel - eager| / max |eager|; comp s: "
           "compile seconds (inductor: first call - steady call, cold cache); a/X = accel "

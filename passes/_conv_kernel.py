@@ -203,7 +203,7 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
 
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                        parallel: bool = False, dealloc: bool = False,
-                       store: bool = False) -> str:
+                       store: bool = False, frozen: bool = False) -> str:
     """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
     its items run through `accel_parallel_for` (the text then declares it, to verify on
     its own), and when `shares_panel` it takes a fourth operand, the shared panel
@@ -218,7 +218,11 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     packed every block twice, and packing was half its time). Then `@name_pack` first packs
     all blocks into `%P` in parallel, each item a run of PACK_ROWS rows of one block, and
     the items read their block from there (`@name_sentry`); otherwise each thread packs
-    as before (`@name_entry`)."""
+    as before (`@name_entry`).
+
+    `frozen` (a frozen weight, passes/_frozen_weights.py): `@name(%X, %Wt, %O, %Ps, %SRC)`
+    with %Ps the shared panel type, packed by `@name_pack` only when %Wt's address differs
+    from the one in %SRC (the first call); every item reads its block from there."""
     s, t = spec, tile
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
@@ -245,12 +249,24 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     # -- @name: the items, serially or on threads ----------------------------------------
     e = _Emitter()
     c0 = e.c(0)
-    shared = parallel and shares_panel(s, t.fb)
-    if not shared:
+    shared = frozen or (parallel and shares_panel(s, t.fb))
+    if frozen:  # the panel of every block, packed once
+        npack = e.c(fblocks * (k_rows // pack_rows(s)))
+        e.emit(f"%P = memref.cast %Ps : {panel_type(s, t.fb)} to {pd_t}")
+        e.emit(f"%wp = memref.extract_aligned_pointer_as_index %Wt : {w_t} -> index")
+        e.emit("%wp64 = arith.index_cast %wp : index to i64")
+        e.emit(f"%was = memref.load %SRC[{c0}] : memref<1xi64>")
+        e.emit("%stale = arith.cmpi ne, %wp64, %was : i64")
+        e.emit("scf.if %stale {")
+        e.emit(f"  func.call @{name}_pack(%Wt, %P, {c0}, {npack}) : ({w_t}, {pd_t}, index, "
+               "index) -> ()")
+        e.emit(f"  memref.store %wp64, %SRC[{c0}] : memref<1xi64>")
+        e.emit("}")
+    elif not shared:
         e.emit(f"%P0 = memref.alloca() : memref<0x{k_rows}x{t.fb}xf32>")
         e.emit(f"%P = memref.cast %P0 : memref<0x{k_rows}x{t.fb}xf32> to {pd_t}")
     if parallel:
-        if shared:
+        if shared and not frozen:
             e.emit(f"%P = memref.cast %Ps : {panel_type(s, t.fb)} to {pd_t}")
         e.emit("%one = llvm.mlir.constant(1 : i64) : i64")
         e.emit(f"%ctx = llvm.alloca %one x {ctx_t} : (i64) -> !llvm.ptr")
@@ -259,7 +275,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                      f"{_descriptor(rank)}")
             ptr = e.op(f"llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {ctx_t}")
             e.emit(f"llvm.store {d}, {ptr} : {_descriptor(rank)}, !llvm.ptr")
-        if shared:  # the shared panel when the threads outnumber the filter blocks
+        if frozen:
+            for line in fork_join(f"{name}_sentry", "%ctx", e.c(items)):
+                e.emit(line)
+        elif shared:  # the shared panel when the threads outnumber the filter blocks
             e.emit(f"%ntp = llvm.mlir.addressof @{NUM_THREADS} : !llvm.ptr")
             e.emit("%nt32 = llvm.load %ntp : !llvm.ptr -> i32")
             e.emit("%nt = arith.index_cast %nt32 : i32 to index")
@@ -270,16 +289,18 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                 for line in fork_join(entry, "%ctx", n_items):
                     e.emit("  " + line.replace("%f ", f"{tag} ").replace("(%f,", f"({tag},"))
             e.emit("} else {")
-        for line in fork_join(f"{name}_entry", "%ctx", e.c(items)):
-            e.emit(("  " if shared else "") + line)
-        if shared:
+        if not frozen:
+            for line in fork_join(f"{name}_entry", "%ctx", e.c(items)):
+                e.emit(("  " if shared else "") + line)
+        if shared and not frozen:
             e.emit("}")
     else:
-        e.emit("%false = arith.constant false")
-        e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %false, {c0}, {e.c(items)}) : "
+        e.emit(f"%from_panel = arith.constant {'true' if frozen else 'false'}")
+        e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %from_panel, {c0}, {e.c(items)}) : "
                f"({body_sig}) -> ()")
     params = f"%X: {x_t}, %Wt: {w_t}, %O: {o_t}" + \
-        (f", %Ps: {panel_type(s, t.fb)}" if shared else "")
+        (f", %Ps: {panel_type(s, t.fb)}" if shared else "") + \
+        (", %SRC: memref<1xi64>" if frozen else "")
     head = [f"  func.func private @{name}({params}) {{"]
     head += [f"    {n} = arith.constant {val} : index" for val, n in sorted(e.consts.items())]
     text = [*head, *e.lines, "    return", "  }"]
@@ -295,7 +316,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                           f"{_descriptor(rank)} to {ty}"]
             return lines
 
-        entries = [(f"{name}_entry", "false")] + \
+        entries = ([] if frozen else [(f"{name}_entry", "false")]) + \
             ([(f"{name}_sentry", "true")] if shared else [])
         for entry, flag in entries:
             text += [f"  func.func private @{entry}(%ctx: !llvm.ptr, %lo: index, "
@@ -303,12 +324,14 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                      f"    %shared = arith.constant {flag}",
                      f"    func.call @{name}_body(%X, %Wt, %O, %P, %shared, %lo, %hi) : "
                      f"({body_sig}) -> ()", "    return", "  }"]
-        if shared:
+        if shared and not frozen:
             text += [f"  func.func private @{name}_pack_entry(%ctx: !llvm.ptr, %lo: index, "
                      "%hi: index) {", *load_ctx([1, 3]),
                      f"    func.call @{name}_pack(%Wt, %P, %lo, %hi) : ({w_t}, {pd_t}, "
                      "index, index) -> ()", "    return", "  }"]
             text += render_shared_pack(s, t.fb, name)
+    if frozen:  # packs every block, serially, on the first call
+        text += render_shared_pack(s, t.fb, name)
 
     # -- @name_body: items [lo, hi) -------------------------------------------------------
     b = _Emitter()
@@ -454,5 +477,5 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     text += [f"    {n_} = arith.constant {val} : index" for val, n_ in sorted(b.consts.items())]
     text += [*b.lines, "    return", "  }"]
     decl = ([f"  {PARALLEL_FOR_DECL}"] if parallel else []) + \
-        ([f"  {NUM_THREADS_DECL}"] if shared else [])
+        ([f"  {NUM_THREADS_DECL}"] if shared and not frozen else [])
     return "\n".join(["module {", *decl, *text, "}"])

@@ -177,19 +177,24 @@ def _descriptor(rank: int) -> str:
     return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
 
 
+def _rank(memref_type: str) -> int:
+    """The rank of a static memref type's text (`memref<4x8xf32, strided<...>>`: 2)."""
+    return memref_type.removeprefix("memref<").split(",", 1)[0].count("x")
+
+
 def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
     """`@name(A, B, C)`: the operands' descriptors into a stack context, then
     `accel_parallel_for(@name_entry, ctx, items)`; `@name_entry(ctx, lo, hi)` loads them
     back and calls `@name_body(A, B, C, lo, hi)`."""
-    rank = 3 if spec.batch else 2
-    desc = _descriptor(rank)
-    arr = f"!llvm.array<3 x {desc}>"
     types = (spec.a_type, spec.b_type, spec.c_type)
+    descs = [_descriptor(_rank(t)) for t in types]  # a prepacked A has rank 4
+    arr = f"!llvm.array<3 x {descs[0]}>" if len(set(descs)) == 1 else \
+        f"!llvm.struct<({', '.join(descs)})>"
     lines = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
              f"%C: {spec.c_type}) {{",
              "    %one = llvm.mlir.constant(1 : i64) : i64",
              f"    %ctx = llvm.alloca %one x {arr} : (i64) -> !llvm.ptr"]
-    for i, (v, t) in enumerate(zip("ABC", types, strict=True)):
+    for i, (v, t, desc) in enumerate(zip("ABC", types, descs, strict=True)):
         lines += [f"    %d{v} = builtin.unrealized_conversion_cast %{v} : {t} to {desc}",
                   f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
                   f"{arr}",
@@ -199,7 +204,7 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
               "    return",
               "  }",
               f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
-    for i, (v, t) in enumerate(zip("ABC", types, strict=True)):
+    for i, (v, t, desc) in enumerate(zip("ABC", types, descs, strict=True)):
         lines += [f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
                   f"{arr}",
                   f"    %d{v} = llvm.load %p{v} : !llvm.ptr -> {desc}",
@@ -290,12 +295,98 @@ def _pack_rows_8x8(e: _Emitter, a_at: Callable[[str, str], str], m0: str, kc: st
     e.close()
 
 
+def _pack_a(e: _Emitter, spec: GemmSpec, t: Tiles, a_at: Callable[[str, str], str], mp: str,
+            m_hi: str, kc: str, kcp: str, ap_t: str) -> None:
+    """Ap[ir, p, i] = A[%ic + ir*MR + i, %pc + p] for the `mp` row tiles of the M block at
+    %ic and the K block at %pc (`kc` long, `kcp` rounded up to KU), zero outside A."""
+    c0, c1 = e.c(0), e.c(1)
+    e.open_for("%ir", c0, mp, c1)
+    m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
+    mv = e.min(e.c(t.mr), e.sub(m_hi, m0))
+    vector_a = not spec.trans_a and t.mr <= 8 and spec.k >= 8
+    if vector_a:  # a full MR-row panel: 8 x 8 blocks (MR rows and zero rows) transposed
+        e.emit(f"scf.if {e.cmp('eq', mv, e.c(t.mr))} {{")
+        e.indent += 1
+        _pack_rows_8x8(e, a_at, m0, kc, t.mr, ap_t)
+        e.close(" else {")
+        e.indent += 1
+    loops = [("%i", c0, mv), ("%p", c0, kc)]
+    for iv, lo, hi in (loops[::-1] if spec.trans_a else loops):
+        e.open_for(iv, lo, hi, c1)
+    m = e.add(m0, "%i")
+    k = e.add("%pc", "%p")
+    v = e.op(f"memref.load {a_at(m, k)}")
+    e.emit(f"memref.store {v}, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    if vector_a:
+        e.close()
+    e.open_for("%i", mv, e.c(t.mr), c1)  # rows past M
+    e.open_for("%p", c0, kc, c1)
+    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    e.open_for("%p", kc, kcp, c1)  # k past the block's end
+    e.open_for("%i", c0, e.c(t.mr), c1)
+    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
+    e.close()
+    e.close()
+    e.close()
+
+
+def prepacked_a_type(spec: GemmSpec, tiles: Tiles) -> str:
+    """The memref type of A packed once for every block (`render_prepack_a`): PA[tile, kb,
+    p, i] = A[tile*MR + i, kb*KC + p] for the ceil(M/MR) row tiles and ceil(K/KC) K blocks,
+    each block's KC (the last one's K % KC, rounded up to KU) x MR panel, zero outside A."""
+    t = tiles
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    return f"memref<{_ceil(spec.m, t.mr)}x{_ceil(spec.k, t.kc)}x{kcp_max}x{t.mr}xf32>"
+
+
+def render_prepack_a(spec: GemmSpec, tiles: Tiles, name: str) -> str:
+    """The private function `@name(%A, %PA)` filling `prepacked_a_type(spec, tiles)` from A
+    (not batched): the panels `render_gemm` packs per call, block by block, written in
+    place through views of PA (no buffer: an AOT library's allocation plan stays fixed)."""
+    assert not spec.batch
+    t, e = tiles, _Emitter()
+    pa_t = prepacked_a_type(spec, t)
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    kb_n = _ceil(spec.k, t.kc)
+    ap_t = f"memref<?x{kcp_max}x{t.mr}xf32, strided<[{kb_n * kcp_max * t.mr}, {t.mr}, 1], " \
+        "offset: ?>>"
+
+    def a_at(m: str, k: str) -> str:
+        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
+        return f"%A[{idx}] : {spec.a_type}"
+
+    c0 = e.c(0)
+    m_hi = e.c(spec.m)
+    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
+    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
+    kcp = e.round_up(kc, t.ku)
+    kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
+    e.open_for("%ic", c0, m_hi, e.c(t.mc))
+    mp = e.op(f"arith.ceildivui {e.min(e.c(t.mc), e.sub(m_hi, '%ic'))}, {e.c(t.mr)} : index")
+    tile0 = e.op(f"arith.divui %ic, {e.c(t.mr)} : index")
+    e.emit(f"%Ap = memref.subview %PA[{tile0}, {kb}, 0, 0] [{mp}, 1, {kcp_max}, {t.mr}] "
+           f"[1, 1, 1, 1] : {pa_t} to {ap_t}")
+    _pack_a(e, spec, t, a_at, mp, m_hi, kc, kcp, ap_t)
+    e.close()
+    e.close()
+    head = [f"  func.func private @{name}(%A: {spec.a_type}, %PA: {pa_t}) {{",
+            "    %zero = arith.constant 0.0 : f32"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+
+
 def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
-                split: Split | None = None, zero_start: bool = False) -> str:
+                split: Split | None = None, zero_start: bool = False,
+                a_prepacked: bool = False) -> str:
     """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
     packing buffers at its end (otherwise the deallocation pipeline must run after).
     `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
-    caller drops the zero fill), else `C += A @ B`.
+    caller drops the zero fill), else `C += A @ B`. With `a_prepacked`, A (`spec.a_type`) is
+    `prepacked_a_type` of the original spec, filled by `render_prepack_a`: no packing of A.
 
     With `split`, `@name` runs `@name_body` over the split's items with
     `accel_parallel_for` (through `@name_entry`), and the module also declares that;
@@ -325,7 +416,10 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
 
     c0, c1 = e.c(0), e.c(1)
     e.emit(f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {bp_t}")
-    e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
+    if a_prepacked:
+        ap_t = spec.a_type
+    else:
+        e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
     e.emit(f"%Ct = memref.alloca() {{alignment = 64 : i64}} : {ct_t}")
     # The rows [m_lo, m_hi) and columns [n_lo, n_hi) of C this function computes.
     m_lo, m_hi, n_lo, n_hi = c0, e.c(spec.m), c0, e.c(spec.n)
@@ -357,6 +451,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
     first = e.cmp("eq", "%pc", c0)  # the first K block (zero_start: stores, not adds)
     kcp = e.round_up(kc, t.ku)
+    if a_prepacked:
+        kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
 
     # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside B ------------------
     e.open_for("%jr", c0, np_, c1)
@@ -406,40 +502,12 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.open_for("%ic", m_lo, m_hi, e.c(t.mc))
     mc = e.min(e.c(t.mc), e.sub(m_hi, "%ic"))
     mp = e.op(f"arith.ceildivui {mc}, {e.c(t.mr)} : index")
+    if a_prepacked:  # the block's first row tile in PA (%ic is a multiple of MR)
+        tile0 = e.op(f"arith.divui %ic, {e.c(t.mr)} : index")
+        last_tile = e.c(_ceil(spec.m, t.mr) - 1)
 
-    # -- pack A: Ap[ir, p, i] = A[ic + ir*MR + i, pc + p], zero outside A -----------------
-    e.open_for("%ir", c0, mp, c1)
-    m0 = e.add("%ic", e.mul("%ir", e.c(t.mr)))
-    mv = e.min(e.c(t.mr), e.sub(m_hi, m0))
-    vector_a = not spec.trans_a and t.mr <= 8 and spec.k >= 8
-    if vector_a:  # a full MR-row panel: 8 x 8 blocks (MR rows and zero rows) transposed
-        e.emit(f"scf.if {e.cmp('eq', mv, e.c(t.mr))} {{")
-        e.indent += 1
-        _pack_rows_8x8(e, a_at, m0, kc, t.mr, ap_t)
-        e.close(" else {")
-        e.indent += 1
-    loops = [("%i", c0, mv), ("%p", c0, kc)]
-    for iv, lo, hi in (loops[::-1] if spec.trans_a else loops):
-        e.open_for(iv, lo, hi, c1)
-    m = e.add(m0, "%i")
-    k = e.add("%pc", "%p")
-    v = e.op(f"memref.load {a_at(m, k)}")
-    e.emit(f"memref.store {v}, %Ap[%ir, %p, %i] : {ap_t}")
-    e.close()
-    e.close()
-    if vector_a:
-        e.close()
-    e.open_for("%i", mv, e.c(t.mr), c1)  # rows past M
-    e.open_for("%p", c0, kc, c1)
-    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
-    e.close()
-    e.close()
-    e.open_for("%p", kc, kcp, c1)  # k past the block's end
-    e.open_for("%i", c0, e.c(t.mr), c1)
-    e.emit(f"memref.store %zero, %Ap[%ir, %p, %i] : {ap_t}")
-    e.close()
-    e.close()
-    e.close()
+    if not a_prepacked:  # -- pack A: Ap[ir, p, i] = A[ic + ir*MR + i, pc + p], zero outside
+        _pack_a(e, spec, t, a_at, mp, m_hi, kc, kcp, ap_t)
 
     # -- micro-kernel over the packed panels ------------------------------------------------
     e.open_for("%jr", c0, np_, c1)
@@ -459,6 +527,9 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     accs = [[f"%acc_{i}_{j}" for j in range(nvec)] for i in range(t.mr)]
     flat = [a for row in accs for a in row]
     next_ir = e.op(f"arith.minsi {e.add('%ir', c1)}, {e.sub(mp, c1)} : index", "irn")
+    if a_prepacked:  # PA's own tiles: the next one may be the next M block's first
+        tile = e.add(tile0, "%ir")
+        next_ir = f"{e.op(f'arith.minsi {e.add(tile, c1)}, {last_tile} : index', 'irn')}, {kb}"
     results = e.fresh("r")
     inits = ", ".join(f"{a} = %zv" for a in flat)
     types = ", ".join([f32v] * len(flat))
@@ -472,14 +543,16 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     # 183 GFLOP/s, 2048^3 176 -> 193; docs/cpu-codegen.md).
     for u in range(0, t.ku, max(1, 16 // t.mr)):
         pu = e.add("%p", e.c(u)) if u else "%p"
-        e.emit(f"memref.prefetch %Ap[{next_ir}, {pu}, {e.c(0)}], read, locality<3>, data : "
-               f"{ap_t}")
+        panels = "%A" if a_prepacked else "%Ap"
+        e.emit(f"memref.prefetch {panels}[{next_ir}, {pu}, {e.c(0)}], read, locality<3>, "
+               f"data : {ap_t}")
     for u in range(t.ku):
         pu = e.add("%p", e.c(u)) if u else "%p"
         bs = [e.op(f"vector.load %Bp[%jr, {pu}, {e.c(j * t.vl)}] : {bp_t}, {f32v}", "b")
               for j in range(nvec)]
         for i in range(t.mr):
-            s = e.op(f"memref.load %Ap[%ir, {pu}, {e.c(i)}] : {ap_t}", "a")
+            at = f"%A[{tile}, {kb}" if a_prepacked else "%Ap[%ir"
+            s = e.op(f"memref.load {at}, {pu}, {e.c(i)}] : {ap_t}", "a")
             sb = e.op(f"vector.broadcast {s} : f32 to {f32v}", "a")
             for j in range(nvec):
                 cur[i][j] = e.op(f"vector.fma {sb}, {bs[j]}, {cur[i][j]} : {f32v}", "f")
@@ -547,7 +620,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
         e.close()
     if dealloc:
         e.emit(f"memref.dealloc %Bp : {bp_t}")
-        e.emit(f"memref.dealloc %Ap : {ap_t}")
+        if not a_prepacked:
+            e.emit(f"memref.dealloc %Ap : {ap_t}")
     params = f"%A: {spec.a_type}, %B: {spec.b_type}, %C: {spec.c_type}"
     kernel = name if split is None else f"{name}_body"
     if split is not None:

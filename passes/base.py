@@ -414,7 +414,11 @@ def defining_op(value: ir.Value, name: str | None = None) -> Operation | None:
     """The op that defines `value` (only if it is a `name` op, when given); None for a block
     argument or another op."""
     owner = value.owner
-    if not isinstance(owner, OpView | Operation) or (name is not None and owner.name != name):
+    if not isinstance(owner, OpView | Operation):
+        return None
+    # The Operation's name: an OpView's `name` is the op's `name` attribute where it has
+    # one (memref.get_global's symbol).
+    if name is not None and owner.operation.name != name:
         return None
     return owner.operation
 

@@ -39,6 +39,7 @@ from accel.ir import InsertionPoint, Operation, dialects, ir
 from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
 from accel.passes._conv_shared_panel import panel_type, shares_panel
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
+from accel.passes._frozen_weights import frozen_weight_sites, thread_packed_weight
 from accel.passes._gemm_epilogue import Epilogue, defining_op, is_fresh, is_zero_fill, position
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
 from accel.passes.base import ModulePass, ops_named, register_pass
@@ -49,6 +50,7 @@ from accel.passes.matmul_microkernel import (
     _pair,
     _row_major,
     _static_f32,
+    add_prepacked_kernel,
     host_vector_lanes,
     match_conv,
     replace_with_call,
@@ -136,21 +138,46 @@ def is_strided_pointwise(spec: ConvSpec) -> bool:
     return (spec.kh, spec.kw) == (1, 1) and not is_pointwise(spec)
 
 
-def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec) -> str:
+def _packed_weight(g: GemmSpec, w_t: str, packed: tuple[str, str] | None
+                   ) -> tuple[str, list[str], str, str, list[str]]:
+    """(extra parameters, guard lines, the GEMM's A operand and type, declarations) of a
+    pointwise wrapper; with `packed` = (prepack function, its type), A is the weight packed
+    once (%PA), repacked only when the weight's address differs from the one in %SRC."""
+    if packed is None:
+        return "", [], "%Wm", g.a_type, []
+    prepack, pa_t = packed
+    guard = [
+        f"    %wp = memref.extract_aligned_pointer_as_index %Wt : {w_t} -> index",
+        "    %wp64 = arith.index_cast %wp : index to i64",
+        "    %was = memref.load %SRC[%c0] : memref<1xi64>",
+        "    %stale = arith.cmpi ne, %wp64, %was : i64",
+        "    scf.if %stale {",
+        f"      func.call @{prepack}(%Wm, %PA) : ({g.a_type}, {pa_t}) -> ()",
+        "      memref.store %wp64, %SRC[%c0] : memref<1xi64>",
+        "    }"]
+    return (f", %PA: {pa_t}, %SRC: memref<1xi64>", guard, "%PA", pa_t,
+            [f"  func.func private @{prepack}({g.a_type}, {pa_t})"])
+
+
+def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
+                     packed: tuple[str, str] | None = None) -> str:
     """`@name(%X, %Wt, %O)`: per image, `@gemm(W as F x C, X[n] as C x P, O[n] as F x P)`;
-    a strided 1x1 conv first gathers X[n]'s strided positions into a C x P buffer."""
+    a strided 1x1 conv first gathers X[n]'s strided positions into a C x P buffer. With
+    `packed` (`_packed_weight`), `@name(%X, %Wt, %O, %PA, %SRC)` and the GEMM reads %PA."""
     if is_strided_pointwise(spec):
-        return _render_strided_pointwise(spec, name, gemm, g)
+        return _render_strided_pointwise(spec, name, gemm, g, packed)
     s = spec
     x_t, w_t, o_t = s.types()
     p = s.h * s.w
+    extra, guard, a, a_t, decls = _packed_weight(g, w_t, packed)
     lines = [
         "module {",
-        f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})",
-        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{",
+        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type})", *decls,
+        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}) {{",
         "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
         f"    %cn = arith.constant {s.n} : index",
         f"    %Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}",
+        *guard,
         f"    %X3 = memref.collapse_shape %X [[0], [1], [2, 3]] : {x_t} into "
         f"memref<{s.n}x{s.c}x{p}xf32>",
         f"    %O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into "
@@ -160,25 +187,28 @@ def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec) -> str:
         f"memref<{s.n}x{s.c}x{p}xf32> to {g.b_type}",
         f"      %on = memref.subview %O3[%n, 0, 0] [1, {s.f}, {p}] [1, 1, 1] : "
         f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}",
-        f"      func.call @{gemm}(%Wm, %xn, %on) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()",
+        f"      func.call @{gemm}({a}, %xn, %on) : ({a_t}, {g.b_type}, {g.c_type}) -> ()",
         "    }", "    return", "  }", "}"]
     return "\n".join(lines)
 
 
-def _render_strided_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec) -> str:
+def _render_strided_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
+                              packed: tuple[str, str] | None) -> str:
     s = spec
     x_t, w_t, o_t = s.types()
     p = s.oh * s.ow
     xs_t = f"memref<{s.c}x{p}xf32>"
+    extra, guard, a, a_t, decls = _packed_weight(g, w_t, packed)
     lines = [
         "module {",
-        f"  func.func private @{gemm}({g.a_type}, {g.b_type}, {g.c_type})",
-        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}) {{",
+        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type})", *decls,
+        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}) {{",
         "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
         f"    %cn = arith.constant {s.n} : index", f"    %cc = arith.constant {s.c} : index",
         f"    %coh = arith.constant {s.oh} : index", f"    %cow = arith.constant {s.ow} : index",
         f"    %csh = arith.constant {s.sh} : index", f"    %csw = arith.constant {s.sw} : index",
         f"    %Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}",
+        *guard,
         f"    %O3 = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into "
         f"memref<{s.n}x{s.f}x{p}xf32>",
         f"    %Xs = memref.alloc() {{alignment = 64 : i64}} : {xs_t}",
@@ -196,7 +226,7 @@ def _render_strided_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec)
         "          }", "        }", "      }",
         f"      %on = memref.subview %O3[%n, 0, 0] [1, {s.f}, {p}] [1, 1, 1] : "
         f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}",
-        f"      func.call @{gemm}(%Wm, %xn, %on) : ({g.a_type}, {g.b_type}, {g.c_type}) -> ()",
+        f"      func.call @{gemm}({a}, %xn, %on) : ({a_t}, {g.b_type}, {g.c_type}) -> ()",
         "    }", "    return", "  }", "}"]
     return "\n".join(lines)
 
@@ -220,6 +250,11 @@ class ConvKernels(ModulePass):
                                     metadata={"help": "smallest MACs run in parallel"})
     #: 1x1 stride-1 convs as GEMMs on the input itself (false: direct kernel for them too).
     pointwise_gemm: bool = field(default=True, metadata={"help": "1x1 convs as GEMMs"})
+    #: A 1x1 (GEMM) or direct conv whose weight is an external global (a frozen parameter)
+    #: reads it packed once into a private global, repacked only when the weight's address
+    #: changes: the `freeze_weights` option (in-place changes to the weight are not seen).
+    prepack_weights: bool = field(default=False,
+                                  metadata={"help": "pack frozen conv weights once"})
     #: Largest KH*KW of a direct kernel: its body unrolls every tap, and CLIP's 32x32 patch
     #: embedding (1024 taps) made 3.2 MB of LLVM IR and 60 s of LLVM -O3; larger windows
     #: (patchify convs) keep the im2col + GEMM path. ViT's 16x16 (256) stays direct.
@@ -277,6 +312,19 @@ class ConvKernels(ModulePass):
                 fill = _zero_fill_before(op) if self.store_output else None
                 if fill is not None:
                     fill.erase()
+                frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
+                if frozen is not None:
+                    gemm, prepack, pa_t = add_prepacked_kernel(
+                        module, g, tiles, self.dealloc, known,
+                        self.parallel_min_flops if self.parallel else None,
+                        zero_start=fill is not None)
+                    name = _name("accel_pwconv", spec, gemm)
+                    if name not in known:
+                        _move_new_funcs(module, render_pointwise(spec, name, gemm, g,
+                                                                 (prepack, pa_t)), known)
+                    packed = thread_packed_weight(module, op, frozen, gemm, pa_t, known)
+                    replace_with_call(op, name, [*op.operands, *packed])
+                    continue
                 gemm = _add_kernel(module, g, tiles, self.dealloc, known,
                                    self.parallel_min_flops if self.parallel else None,
                                    epilogue=Epilogue() if fill is not None else None)
@@ -292,6 +340,18 @@ class ConvKernels(ModulePass):
                 if fill is not None:
                     fill.erase()
                 store = fill is not None
+                frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
+                if frozen is not None:  # every block packed once (passes/_frozen_weights.py)
+                    name = _name("accel_dconv", spec,
+                                 f"{tile}{parallel}{self.dealloc}{store}frozen")
+                    if name not in known:
+                        _move_new_funcs(module, render_direct_conv(
+                            spec, tile, name, parallel=parallel, dealloc=self.dealloc,
+                            store=store, frozen=True), known)
+                    packed = thread_packed_weight(module, op, frozen, name,
+                                                  panel_type(spec, tile.fb), known)
+                    replace_with_call(op, name, [*op.operands, *packed])
+                    continue
                 name = _name("accel_dconv", spec, f"{tile}{parallel}{self.dealloc}{store}")
                 if name not in known:
                     text = render_direct_conv(spec, tile, name, parallel=parallel,

@@ -73,8 +73,10 @@ from accel.passes._gemm_kernel import (
     Tiles,
     choose_split,
     im2col_split,
+    prepacked_a_type,
     render_conv,
     render_gemm,
+    render_prepack_a,
 )
 from accel.passes._gemv_kernel import gemv_fits, plan_gemv, render_gemv
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL
@@ -398,6 +400,28 @@ def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
     _move_new_funcs(module, text, known)
     return name
+
+
+def add_prepacked_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
+                         known: set[str], parallel_min: int | None = None,
+                         zero_start: bool = False) -> tuple[str, str, str]:
+    """(kernel, prepack function, packed A's type) for `spec` with A packed once
+    (`render_prepack_a`): `@kernel(PA, B, C)` is the packed kernel `_add_kernel` would
+    give, minus its packing of A; `@prepack(A, PA)` fills PA. Added to `module` on first
+    use."""
+    plan = _plan(module, spec, tiles, parallel_min, direct=False)
+    tiles, split = plan.tiles, plan.split
+    name = _kernel_name(spec, tiles, split) + ("_paz" if zero_start else "_pa")
+    pa_t = prepacked_a_type(spec, tiles)
+    if name not in known:
+        text = render_gemm(replace(spec, a_type=pa_t), tiles, name, dealloc=dealloc,
+                           split=split, zero_start=zero_start, a_prepacked=True)
+        if split is not None:
+            text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
+        _move_new_funcs(module, text, known)
+    if f"{name}_prepack" not in known:
+        _move_new_funcs(module, render_prepack_a(spec, tiles, f"{name}_prepack"), known)
+    return name, f"{name}_prepack", pa_t
 
 
 def _move_new_funcs(module: Operation, text: str, known: set[str]) -> None:

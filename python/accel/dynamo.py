@@ -51,6 +51,7 @@ torch find it without the import.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -140,6 +141,29 @@ def _needs_grad(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
         any(p.requires_grad for p in gm.parameters())
 
 
+def _freeze_parameters(gm: torch.fx.GraphModule, example_inputs: list[Any]
+                       ) -> tuple[torch.fx.GraphModule, list[Any], list[int]]:
+    """`freeze_weights`: dynamo passes a module's parameters as graph inputs (its
+    `inline_inbuilt_nn_modules`); as attributes of a copy of the graph they are what
+    `accel.compile` makes external weights, which the compiled code may pack once. Returns
+    (the graph, its example inputs, the positions of the inputs it still takes)."""
+    graph = copy.deepcopy(gm.graph)
+    frozen = torch.fx.GraphModule(gm, graph)
+    keep = []
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=True)):
+        if not isinstance(value, torch.nn.Parameter):
+            keep.append(i)
+            continue
+        attr = f"_accel_frozen_{i}"
+        frozen.register_parameter(attr, value)  # the parameter itself: no copy
+        with graph.inserting_before(node):
+            node.replace_all_uses_with(graph.get_attr(attr))
+        graph.erase_node(node)
+    frozen.recompile()
+    return frozen, [example_inputs[i] for i in keep], keep
+
+
 def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
                   options: dict[str, Any] | None = None, mode: str | None = None
                   ) -> Callable[..., Any]:
@@ -177,13 +201,18 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
         symbolic.call.__name__ = name
     elif any(concrete(x) is None for x in example_inputs):
         return _fallback(gm, name, "the graph takes non-tensor inputs")
+    # With freeze_weights, the positions of the inputs that are not parameters (`gm` stays
+    # what dynamo gave, for the eager fallbacks).
+    kept, target, inputs = None, gm, example_inputs
+    if symbolic is None and opts["freeze_weights"]:
+        target, inputs, kept = _freeze_parameters(gm, example_inputs)
     try:
         # Outside dynamo's tracing context: torch.export's guards on its own inputs must not
         # join the guards dynamo builds for the user's frame (with symbolic sizes they fail
         # there: "Guard failed on the same frame it was created").
         with torch._guards.tracing(None):
             if symbolic is None:
-                compiled = accel_compile(gm, tuple(concrete(x) for x in example_inputs),
+                compiled = accel_compile(target, tuple(concrete(x) for x in inputs),
                                          options=opts)
             else:
                 compiled = accel_compile(symbolic.call, symbolic.tensors,
@@ -210,7 +239,7 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
     record = GraphRecord(name, "inference", True)
     _report(record)
 
-    positions = symbolic.positions if symbolic is not None else None
+    positions = symbolic.positions if symbolic is not None else kept
 
     def run(*args: Any) -> Any:
         record.calls += 1
