@@ -204,7 +204,7 @@ def accel_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *,
     # With freeze_weights, the positions of the inputs that are not parameters (`gm` stays
     # what dynamo gave, for the eager fallbacks).
     kept, target, inputs = None, gm, example_inputs
-    if symbolic is None and opts["freeze_weights"]:
+    if symbolic is None and opts.get("freeze_weights", False):  # (a cpu option)
         target, inputs, kept = _freeze_parameters(gm, example_inputs)
     try:
         # Outside dynamo's tracing context: torch.export's guards on its own inputs must not
