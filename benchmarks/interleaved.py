@@ -57,6 +57,16 @@ def _onnxruntime(model: Any, inputs: tuple[Any, ...], threads: int, folder: str
     return lambda: session.run(None, feeds)
 
 
+def _first(out: Any) -> Any:
+    """The first tensor of a model's output (a tensor, a tuple, an HF ModelOutput)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    values = out.values() if hasattr(out, "values") else out
+    return next(v for v in values if isinstance(v, torch.Tensor))
+
+
 def compare(model: Any, inputs: tuple[Any, ...], threads: int, rounds: int,
             variants: tuple[str, ...] = VARIANTS, folder: str | None = None
             ) -> dict[str, Any]:
@@ -68,7 +78,7 @@ def compare(model: Any, inputs: tuple[Any, ...], threads: int, rounds: int,
 
     torch.set_num_threads(threads)
     with torch.no_grad():
-        want = model(*inputs)
+        want = _first(model(*inputs))
     calls: dict[str, Callable[[], Any]] = {}
     row: dict[str, Any] = {"threads": threads, "rounds": rounds}
     for v in variants:
@@ -79,7 +89,7 @@ def compare(model: Any, inputs: tuple[Any, ...], threads: int, rounds: int,
             fn = accel.compile(model, inputs, options={
                 "num_threads": threads, "cache": False, "freeze_weights": v == "accel_frozen"})
             row[f"{v}_compile_s"] = round(time.perf_counter() - start, 2)
-            got = fn(*inputs)
+            got = _first(fn(*inputs))
             row[f"{v}_max_err"] = float((got - want).abs().max() / want.abs().max())
             calls[v] = lambda fn=fn: fn(*inputs)
         else:

@@ -379,82 +379,13 @@ def render_prepack_a(spec: GemmSpec, tiles: Tiles, name: str) -> str:
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
 
-def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
-                split: Split | None = None, zero_start: bool = False,
-                a_prepacked: bool = False) -> str:
-    """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
-    packing buffers at its end (otherwise the deallocation pipeline must run after).
-    `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
-    caller drops the zero fill), else `C += A @ B`. With `a_prepacked`, A (`spec.a_type`) is
-    `prepacked_a_type` of the original spec, filled by `render_prepack_a`: no packing of A.
-
-    With `split`, `@name` runs `@name_body` over the split's items with
-    `accel_parallel_for` (through `@name_entry`), and the module also declares that;
-    `@name_body(A, B, C, lo, hi)` computes the rows (or columns) of items [lo, hi).
-    """
-    t, e = tiles, _Emitter()
-    f32v = f"vector<{t.vl}xf32>"
-    nvec = t.nr // t.vl
-    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
-    np_max = _ceil(min(t.nc, spec.n), t.nr)
-    mp_max = _ceil(min(t.mc, spec.m), t.mr)
-    bp_t = f"memref<{np_max}x{kcp_max}x{t.nr}xf32>"
-    ap_t = f"memref<{mp_max}x{kcp_max}x{t.mr}xf32>"
-    ct_t = f"memref<{t.mr}x{t.nr}xf32>"
-    pre = ["%bi, "] if spec.batch else [""]
-
-    def a_at(m: str, k: str) -> str:
-        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
-        return f"%A[{pre[0]}{idx}] : {spec.a_type}"
-
-    def b_at(k: str, n: str) -> str:
-        idx = f"{n}, {k}" if spec.trans_b else f"{k}, {n}"
-        return f"%B[{pre[0]}{idx}] : {spec.b_type}"
-
-    def c_at(m: str, n: str) -> str:
-        return f"%C[{pre[0]}{m}, {n}] : {spec.c_type}"
-
+def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], str], np_: str,
+            n_hi: str, kc: str, kcp: str, bp_t: str) -> None:
+    """Bp[jr, p, j] = B[%pc + p, %jc + jr*NR + j] for the `np_` column panels of the N block
+    at %jc and the K block at %pc (`kc` long, `kcp` rounded up to KU), zero outside B."""
     c0, c1 = e.c(0), e.c(1)
-    e.emit(f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {bp_t}")
-    if a_prepacked:
-        ap_t = spec.a_type
-    else:
-        e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
-    e.emit(f"%Ct = memref.alloca() {{alignment = 64 : i64}} : {ct_t}")
-    # The rows [m_lo, m_hi) and columns [n_lo, n_hi) of C this function computes.
-    m_lo, m_hi, n_lo, n_hi = c0, e.c(spec.m), c0, e.c(spec.n)
-    if split is None:
-        if spec.batch:
-            e.open_for("%bi", c0, e.c(spec.batch), c1)
-    else:
-        per = e.c(split.per)
-        lo, hi = "%lo", "%hi"
-        if spec.batch:  # the batch indices items [lo, hi) touch, then the items in each
-            b_lo = e.op(f"arith.divui %lo, {per} : index")
-            b_hi = e.op(f"arith.ceildivui %hi, {per} : index")
-            e.open_for("%bi", b_lo, b_hi, c1)
-            first = e.mul("%bi", per)
-            lo = e.op(f"arith.maxsi {e.sub('%lo', first)}, {c0} : index")
-            hi = e.min(e.sub("%hi", first), per)
-        size, tile = (spec.m, t.mr) if split.dim == "m" else (spec.n, t.nr)
-        step = e.c(split.group * tile)
-        r_lo = e.mul(lo, step)
-        r_hi = e.min(e.mul(hi, step), e.c(size))
-        if split.dim == "m":
-            m_lo, m_hi = r_lo, r_hi
-        else:
-            n_lo, n_hi = r_lo, r_hi
-    e.open_for("%jc", n_lo, n_hi, e.c(t.nc))
-    nc = e.min(e.c(t.nc), e.sub(n_hi, "%jc"))
-    np_ = e.op(f"arith.ceildivui {nc}, {e.c(t.nr)} : index")
-    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
-    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
-    first = e.cmp("eq", "%pc", c0)  # the first K block (zero_start: stores, not adds)
-    kcp = e.round_up(kc, t.ku)
-    if a_prepacked:
-        kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
-
-    # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside B ------------------
+    nvec = t.nr // t.vl
+    f32v = f"vector<{t.vl}xf32>"
     e.open_for("%jr", c0, np_, c1)
     n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
     nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), n_hi)
@@ -499,6 +430,139 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.close()
     e.close()
 
+
+def prepacked_b_type(spec: GemmSpec, tiles: Tiles) -> str:
+    """The memref type of B packed once for every block (`render_prepack_b`): PB[tile, kb,
+    p, j] = B[kb*KC + p, tile*NR + j] for the ceil(N/NR) column panels and ceil(K/KC) K
+    blocks, each block's KC (the last one's K % KC, rounded up to KU) x NR panel, zero
+    outside B."""
+    t = tiles
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    return f"memref<{_ceil(spec.n, t.nr)}x{_ceil(spec.k, t.kc)}x{kcp_max}x{t.nr}xf32>"
+
+
+def render_prepack_b(spec: GemmSpec, tiles: Tiles, name: str) -> str:
+    """The private function `@name(%B, %PB)` filling `prepacked_b_type(spec, tiles)` from B
+    (not batched; nn.Linear's weight, transposed or not): the panels `render_gemm` packs
+    per call, written in place through views of PB (no buffer)."""
+    assert not spec.batch
+    t, e = tiles, _Emitter()
+    pb_t = prepacked_b_type(spec, t)
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    kb_n = _ceil(spec.k, t.kc)
+    bp_t = f"memref<?x{kcp_max}x{t.nr}xf32, strided<[{kb_n * kcp_max * t.nr}, {t.nr}, 1], " \
+        "offset: ?>>"
+
+    def b_at(k: str, n: str) -> str:
+        idx = f"{n}, {k}" if spec.trans_b else f"{k}, {n}"
+        return f"%B[{idx}] : {spec.b_type}"
+
+    c0 = e.c(0)
+    n_hi = e.c(spec.n)
+    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
+    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
+    kcp = e.round_up(kc, t.ku)
+    kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
+    e.open_for("%jc", c0, n_hi, e.c(t.nc))
+    np_ = e.op(f"arith.ceildivui {e.min(e.c(t.nc), e.sub(n_hi, '%jc'))}, {e.c(t.nr)} : index")
+    tile0 = e.op(f"arith.divui %jc, {e.c(t.nr)} : index")
+    e.emit(f"%Bp = memref.subview %PB[{tile0}, {kb}, 0, 0] [{np_}, 1, {kcp_max}, {t.nr}] "
+           f"[1, 1, 1, 1] : {pb_t} to {bp_t}")
+    _pack_b(e, spec, t, b_at, np_, n_hi, kc, kcp, bp_t)
+    e.close()
+    e.close()
+    f32v = f"vector<{t.vl}xf32>"
+    head = [f"  func.func private @{name}(%B: {spec.b_type}, %PB: {pb_t}) {{",
+            "    %zero = arith.constant 0.0 : f32",
+            f"    %zv = arith.constant dense<0.0> : {f32v}"]
+    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
+    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
+
+
+def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
+                split: Split | None = None, zero_start: bool = False,
+                a_prepacked: bool = False, b_prepacked: bool = False) -> str:
+    """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
+    packing buffers at its end (otherwise the deallocation pipeline must run after).
+    `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
+    caller drops the zero fill), else `C += A @ B`. With `a_prepacked`, A (`spec.a_type`) is
+    `prepacked_a_type` of the original spec, filled by `render_prepack_a`: no packing of A;
+    `b_prepacked` likewise for B (`prepacked_b_type`, `render_prepack_b`).
+
+    With `split`, `@name` runs `@name_body` over the split's items with
+    `accel_parallel_for` (through `@name_entry`), and the module also declares that;
+    `@name_body(A, B, C, lo, hi)` computes the rows (or columns) of items [lo, hi).
+    """
+    t, e = tiles, _Emitter()
+    f32v = f"vector<{t.vl}xf32>"
+    nvec = t.nr // t.vl
+    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
+    np_max = _ceil(min(t.nc, spec.n), t.nr)
+    mp_max = _ceil(min(t.mc, spec.m), t.mr)
+    bp_t = f"memref<{np_max}x{kcp_max}x{t.nr}xf32>"
+    ap_t = f"memref<{mp_max}x{kcp_max}x{t.mr}xf32>"
+    ct_t = f"memref<{t.mr}x{t.nr}xf32>"
+    pre = ["%bi, "] if spec.batch else [""]
+
+    def a_at(m: str, k: str) -> str:
+        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
+        return f"%A[{pre[0]}{idx}] : {spec.a_type}"
+
+    def b_at(k: str, n: str) -> str:
+        idx = f"{n}, {k}" if spec.trans_b else f"{k}, {n}"
+        return f"%B[{pre[0]}{idx}] : {spec.b_type}"
+
+    def c_at(m: str, n: str) -> str:
+        return f"%C[{pre[0]}{m}, {n}] : {spec.c_type}"
+
+    c0, c1 = e.c(0), e.c(1)
+    if b_prepacked:
+        bp_t = spec.b_type
+    else:
+        e.emit(f"%Bp = memref.alloc() {{alignment = 64 : i64}} : {bp_t}")
+    if a_prepacked:
+        ap_t = spec.a_type
+    else:
+        e.emit(f"%Ap = memref.alloc() {{alignment = 64 : i64}} : {ap_t}")
+    e.emit(f"%Ct = memref.alloca() {{alignment = 64 : i64}} : {ct_t}")
+    # The rows [m_lo, m_hi) and columns [n_lo, n_hi) of C this function computes.
+    m_lo, m_hi, n_lo, n_hi = c0, e.c(spec.m), c0, e.c(spec.n)
+    if split is None:
+        if spec.batch:
+            e.open_for("%bi", c0, e.c(spec.batch), c1)
+    else:
+        per = e.c(split.per)
+        lo, hi = "%lo", "%hi"
+        if spec.batch:  # the batch indices items [lo, hi) touch, then the items in each
+            b_lo = e.op(f"arith.divui %lo, {per} : index")
+            b_hi = e.op(f"arith.ceildivui %hi, {per} : index")
+            e.open_for("%bi", b_lo, b_hi, c1)
+            first = e.mul("%bi", per)
+            lo = e.op(f"arith.maxsi {e.sub('%lo', first)}, {c0} : index")
+            hi = e.min(e.sub("%hi", first), per)
+        size, tile = (spec.m, t.mr) if split.dim == "m" else (spec.n, t.nr)
+        step = e.c(split.group * tile)
+        r_lo = e.mul(lo, step)
+        r_hi = e.min(e.mul(hi, step), e.c(size))
+        if split.dim == "m":
+            m_lo, m_hi = r_lo, r_hi
+        else:
+            n_lo, n_hi = r_lo, r_hi
+    e.open_for("%jc", n_lo, n_hi, e.c(t.nc))
+    nc = e.min(e.c(t.nc), e.sub(n_hi, "%jc"))
+    np_ = e.op(f"arith.ceildivui {nc}, {e.c(t.nr)} : index")
+    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
+    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
+    first = e.cmp("eq", "%pc", c0)  # the first K block (zero_start: stores, not adds)
+    kcp = e.round_up(kc, t.ku)
+    if a_prepacked or b_prepacked:
+        kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
+    if b_prepacked:  # the block's first column panel in PB (%jc is a multiple of NR)
+        ptile0 = e.op(f"arith.divui %jc, {e.c(t.nr)} : index")
+
+    if not b_prepacked:  # -- pack B: Bp[jr, p, j] = B[pc + p, jc + jr*NR + j], zero outside
+        _pack_b(e, spec, t, b_at, np_, n_hi, kc, kcp, bp_t)
+
     e.open_for("%ic", m_lo, m_hi, e.c(t.mc))
     mc = e.min(e.c(t.mc), e.sub(m_hi, "%ic"))
     mp = e.op(f"arith.ceildivui {mc}, {e.c(t.mr)} : index")
@@ -527,6 +591,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     accs = [[f"%acc_{i}_{j}" for j in range(nvec)] for i in range(t.mr)]
     flat = [a for row in accs for a in row]
     next_ir = e.op(f"arith.minsi {e.add('%ir', c1)}, {e.sub(mp, c1)} : index", "irn")
+    if b_prepacked:
+        ptile = e.add(ptile0, "%jr")
     if a_prepacked:  # PA's own tiles: the next one may be the next M block's first
         tile = e.add(tile0, "%ir")
         next_ir = f"{e.op(f'arith.minsi {e.add(tile, c1)}, {last_tile} : index', 'irn')}, {kb}"
@@ -548,7 +614,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
                f"data : {ap_t}")
     for u in range(t.ku):
         pu = e.add("%p", e.c(u)) if u else "%p"
-        bs = [e.op(f"vector.load %Bp[%jr, {pu}, {e.c(j * t.vl)}] : {bp_t}, {f32v}", "b")
+        at = f"%B[{ptile}, {kb}" if b_prepacked else "%Bp[%jr"
+        bs = [e.op(f"vector.load {at}, {pu}, {e.c(j * t.vl)}] : {bp_t}, {f32v}", "b")
               for j in range(nvec)]
         for i in range(t.mr):
             at = f"%A[{tile}, {kb}" if a_prepacked else "%Ap[%ir"
@@ -618,7 +685,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.close()  # jc
     if spec.batch:
         e.close()
-    if dealloc:
+    if dealloc and not b_prepacked:
         e.emit(f"memref.dealloc %Bp : {bp_t}")
         if not a_prepacked:
             e.emit(f"memref.dealloc %Ap : {ap_t}")

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._frozen_weights import frozen_weight_sites, thread_packed_weight
 from accel.passes._gemm_direct import (
     conflicting_stride,
     direct_fits,
@@ -74,9 +75,11 @@ from accel.passes._gemm_kernel import (
     choose_split,
     im2col_split,
     prepacked_a_type,
+    prepacked_b_type,
     render_conv,
     render_gemm,
     render_prepack_a,
+    render_prepack_b,
 )
 from accel.passes._gemv_kernel import gemv_fits, plan_gemv, render_gemv
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL
@@ -424,6 +427,46 @@ def add_prepacked_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deallo
     return name, f"{name}_prepack", pa_t
 
 
+def add_prepacked_b_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
+                           known: set[str], plan: _Plan, zero_start: bool
+                           ) -> tuple[str, str]:
+    """(`@wrapper(A, B, C, PB, SRC)`, PB's type) for the packed kernel `plan` gives `spec`
+    with B packed once (a frozen weight): the wrapper packs B into PB
+    (`render_prepack_b`) when B's address differs from the one in SRC, then calls the
+    kernel on PB. Added to `module` on first use."""
+    tiles, split = plan.tiles, plan.split
+    name = _kernel_name(spec, tiles, split) + ("_pbz" if zero_start else "_pb")
+    pb_t = prepacked_b_type(spec, tiles)
+    wrapper = f"{name}_frozen"
+    if wrapper in known:
+        return wrapper, pb_t
+    text = render_gemm(replace(spec, b_type=pb_t), tiles, name, dealloc=dealloc, split=split,
+                       zero_start=zero_start, b_prepacked=True)
+    if split is not None:
+        text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
+    _move_new_funcs(module, text, known)
+    _move_new_funcs(module, render_prepack_b(spec, tiles, f"{name}_prepack"), known)
+    a_t, b_t, c_t = spec.a_type, spec.b_type, spec.c_type
+    _move_new_funcs(module, "\n".join([
+        "module {",
+        f"  func.func private @{name}({a_t}, {pb_t}, {c_t})",
+        f"  func.func private @{name}_prepack({b_t}, {pb_t})",
+        f"  func.func private @{wrapper}(%A: {a_t}, %B: {b_t}, %C: {c_t}, %PB: {pb_t}, "
+        "%SRC: memref<1xi64>) {",
+        "    %c0 = arith.constant 0 : index",
+        f"    %bp = memref.extract_aligned_pointer_as_index %B : {b_t} -> index",
+        "    %bp64 = arith.index_cast %bp : index to i64",
+        "    %was = memref.load %SRC[%c0] : memref<1xi64>",
+        "    %stale = arith.cmpi ne, %bp64, %was : i64",
+        "    scf.if %stale {",
+        f"      func.call @{name}_prepack(%B, %PB) : ({b_t}, {pb_t}) -> ()",
+        "      memref.store %bp64, %SRC[%c0] : memref<1xi64>",
+        "    }",
+        f"    func.call @{name}(%A, %PB, %C) : ({a_t}, {pb_t}, {c_t}) -> ()",
+        "    return", "  }", "}"]), known)
+    return wrapper, pb_t
+
+
 def _move_new_funcs(module: Operation, text: str, known: set[str]) -> None:
     """Parse `text` (a module of functions) and move each function whose symbol is not in
     `known` to the end of `module`, adding it to `known`. The others are declarations the
@@ -505,7 +548,8 @@ def _lower_gemv(module: Operation, op: Operation, tiles: Tiles, known: set[str],
 
 def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
                  min_flops: int, dealloc: bool, known: set[str],
-                 parallel_min: int | None = None, direct_min: int | None = None) -> bool:
+                 parallel_min: int | None = None, direct_min: int | None = None,
+                 prepack: bool = False) -> bool:
     """Replace `op` (a matched matmul) with a call to its kernel; False if it is no match.
     `direct_min` (None: no unpacked kernels) is the smallest M*N*K given an unpacked kernel
     (`_gemm_direct.py`) when its operands fit the cache; only larger ones are packed."""
@@ -528,6 +572,14 @@ def lower_matmul(module: Operation, op: Operation, tiles: Tiles, min_size: int,
     plan = _plan(module, spec, tiles, parallel_min, direct)
     folded = fold_zero_fill(op, row_max=plan.direct and not spec.batch, scale=plan.direct)
     epilogue, extra = folded if folded else (None, [])
+    sites = frozen_weight_sites(module, op) \
+        if prepack and not plan.direct and not spec.batch and not extra else None
+    if sites is not None:  # `freeze_weights`: nn.Linear's weight packed once
+        name, pb_t = add_prepacked_b_kernel(module, spec, tiles, dealloc, known, plan,
+                                            zero_start=epilogue is not None)
+        packed = thread_packed_weight(module, op, sites, name, pb_t, known)
+        replace_with_call(op, name, [*op.operands, *packed])
+        return True
     name = _add_kernel(module, spec, tiles, dealloc, known, parallel_min, direct, epilogue,
                        plan)
     replace_with_call(op, name, list(op.operands) + extra)
@@ -597,6 +649,12 @@ class MatmulMicrokernel(ModulePass):
                                      metadata={"help": "smallest im2col (copies per image) "
                                                        "run in parallel"})
 
+    #: A matmul's B that is an external global (nn.Linear's frozen weight), directly or as
+    #: an argument of a private function every call of which passes one, is packed once
+    #: into a private global (the `freeze_weights` option; passes/_frozen_weights.py).
+    prepack_weights: bool = field(default=False,
+                                  metadata={"help": "pack frozen matmul weights once"})
+
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
             raise ValueError("vector-width must be 0, 4, 8 or 16")
@@ -626,7 +684,8 @@ class MatmulMicrokernel(ModulePass):
         im2col_min = self.im2col_parallel_min if self.parallel else None
         for op in ops_named(module, _MM):
             lower_matmul(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
-                         known, parallel_min, self.direct_min_flops if self.direct else None)
+                         known, parallel_min, self.direct_min_flops if self.direct else None,
+                         self.prepack_weights)
         for op in ops_named(module, (_CONV, _GROUPED_CONV)):
             lower_conv(module, op, tiles, self.min_size, self.min_flops, self.dealloc,
                        known, parallel_min, im2col_min)

@@ -286,9 +286,10 @@ _TABLE: tuple[Option, ...] = (
            affects_code=True,
            aliases=("mlir_disable_fast_math",)),
     Option("freeze_weights", (bool,), False, "Inference: treat the model's parameters as "
-           "constants, so kernels read copies packed once (the first call) instead of "
-           "packing them on every call; changing a parameter in place afterwards is then "
-           "not seen (inductor's freezing, onnxruntime's prepacking; docs/cpu-codegen.md).",
+           "constants, so conv and matmul kernels read copies packed once (the first call) "
+           "instead of packing them on every call; changing a parameter in place afterwards "
+           "is not supported: those kernels keep the old values, compile again (inductor's "
+           "freezing, onnxruntime's prepacking; docs/cpu-codegen.md).",
            scope="cpu", affects_code=True),
     Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
            "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "

@@ -160,3 +160,52 @@ def test_aot_library_packs_on_its_first_call(tmp_path: Path, user_memory: bool) 
         want = model(x)
     for _ in range(2):
         _close(torch.from_numpy(np.asarray(fn.aot_library.call(x.numpy()))), want)
+
+
+class LinearNet(torch.nn.Module):
+    """nn.Linear layers (B = the weight's transpose, packed per call without the option),
+    repeated so that 12 blocks are split into parts taking the weights as arguments."""
+
+    def __init__(self, blocks: int) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.Linear(96, 192), torch.nn.GELU(),
+                                torch.nn.Linear(192, 96))
+            for _ in range(blocks))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = torch.layer_norm(x + block(x), (96,))
+        return x
+
+
+@pytest.mark.parametrize("blocks", [2, 12])
+def test_linear_weights_packed_once(blocks: int) -> None:
+    """A batch of 64 rows: the 96 -> 192 matmuls take the packed GEMM kernel, whose B
+    (nn.Linear's weight) is then packed once (`_pb_frozen`); with 12 blocks the weights
+    reach it as part arguments. Small in-cache matmuls read B in place (no packing to
+    save), so which kernels keep a packed copy varies: the option's contract is that
+    parameters do not change, not which kernels see a change."""
+    from accel import phases
+
+    model = LinearNet(blocks).eval()
+    x = torch.randn(64, 96)
+    with torch.no_grad(), phases.recording(keep_ir=True) as rec:
+        fn = accel.compile(model, (x,), options={"cache": False, "freeze_weights": True})
+        want = model(x)
+        _close(fn(x), want)
+        _close(fn(x), want)
+    ir = next(p.ir for p in rec.phases if p.name == "bufferize")
+    assert ir.count("_pb_frozen(") >= blocks  # a call per block at least
+    assert ("func.func private @main_part" in ir) == (blocks == 12)
+
+
+def test_linear_weights_through_torch_compile() -> None:
+    model = LinearNet(2).eval()
+    x = torch.randn(64, 96)
+    with torch.no_grad():
+        fn = _entry("torch.compile", model, x, {"cache": False, "freeze_weights": True})
+        _close(fn(x), model(x))
+        _close(fn(x), model(x))
+    torch._dynamo.reset()

@@ -217,7 +217,8 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     at = BUFFERIZE.index(DEALLOCATE_MARK)
     middle = [p for p in (CONV_KERNELS, MATMUL_KERNELS) if lookup_pass(p) is not None]
     if opts.get("freeze_weights"):  # frozen conv weights packed once, not per call
-        middle = [p + "{prepack-weights=true}" if p == CONV_KERNELS else p for p in middle]
+        middle = [p + "{prepack-weights=true}" if p in (CONV_KERNELS, MATMUL_KERNELS) else p
+                  for p in middle]
     if not opts["disable_affine_fusion"]:
         middle += AFFINE_FUSION
         if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:
