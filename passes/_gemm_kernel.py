@@ -334,51 +334,6 @@ def _pack_a(e: _Emitter, spec: GemmSpec, t: Tiles, a_at: Callable[[str, str], st
     e.close()
 
 
-def prepacked_a_type(spec: GemmSpec, tiles: Tiles) -> str:
-    """The memref type of A packed once for every block (`render_prepack_a`): PA[tile, kb,
-    p, i] = A[tile*MR + i, kb*KC + p] for the ceil(M/MR) row tiles and ceil(K/KC) K blocks,
-    each block's KC (the last one's K % KC, rounded up to KU) x MR panel, zero outside A."""
-    t = tiles
-    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
-    return f"memref<{_ceil(spec.m, t.mr)}x{_ceil(spec.k, t.kc)}x{kcp_max}x{t.mr}xf32>"
-
-
-def render_prepack_a(spec: GemmSpec, tiles: Tiles, name: str) -> str:
-    """The private function `@name(%A, %PA)` filling `prepacked_a_type(spec, tiles)` from A
-    (not batched): the panels `render_gemm` packs per call, block by block, written in
-    place through views of PA (no buffer: an AOT library's allocation plan stays fixed)."""
-    assert not spec.batch
-    t, e = tiles, _Emitter()
-    pa_t = prepacked_a_type(spec, t)
-    kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
-    kb_n = _ceil(spec.k, t.kc)
-    ap_t = f"memref<?x{kcp_max}x{t.mr}xf32, strided<[{kb_n * kcp_max * t.mr}, {t.mr}, 1], " \
-        "offset: ?>>"
-
-    def a_at(m: str, k: str) -> str:
-        idx = f"{k}, {m}" if spec.trans_a else f"{m}, {k}"
-        return f"%A[{idx}] : {spec.a_type}"
-
-    c0 = e.c(0)
-    m_hi = e.c(spec.m)
-    e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
-    kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
-    kcp = e.round_up(kc, t.ku)
-    kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
-    e.open_for("%ic", c0, m_hi, e.c(t.mc))
-    mp = e.op(f"arith.ceildivui {e.min(e.c(t.mc), e.sub(m_hi, '%ic'))}, {e.c(t.mr)} : index")
-    tile0 = e.op(f"arith.divui %ic, {e.c(t.mr)} : index")
-    e.emit(f"%Ap = memref.subview %PA[{tile0}, {kb}, 0, 0] [{mp}, 1, {kcp_max}, {t.mr}] "
-           f"[1, 1, 1, 1] : {pa_t} to {ap_t}")
-    _pack_a(e, spec, t, a_at, mp, m_hi, kc, kcp, ap_t)
-    e.close()
-    e.close()
-    head = [f"  func.func private @{name}(%A: {spec.a_type}, %PA: {pa_t}) {{",
-            "    %zero = arith.constant 0.0 : f32"]
-    head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
-    return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
-
-
 def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], str], np_: str,
             n_hi: str, kc: str, kcp: str, bp_t: str) -> None:
     """Bp[jr, p, j] = B[%pc + p, %jc + jr*NR + j] for the `np_` column panels of the N block
@@ -431,50 +386,68 @@ def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], st
     e.close()
 
 
-def prepacked_b_type(spec: GemmSpec, tiles: Tiles) -> str:
-    """The memref type of B packed once for every block (`render_prepack_b`): PB[tile, kb,
-    p, j] = B[kb*KC + p, tile*NR + j] for the ceil(N/NR) column panels and ceil(K/KC) K
-    blocks, each block's KC (the last one's K % KC, rounded up to KU) x NR panel, zero
-    outside B."""
+def _prepacked_type(spec: GemmSpec, tiles: Tiles, side: str) -> str:
     t = tiles
+    rows, tile = (spec.m, t.mr) if side == "a" else (spec.n, t.nr)
     kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
-    return f"memref<{_ceil(spec.n, t.nr)}x{_ceil(spec.k, t.kc)}x{kcp_max}x{t.nr}xf32>"
+    return f"memref<{_ceil(rows, tile)}x{_ceil(spec.k, t.kc)}x{kcp_max}x{tile}xf32>"
 
 
-def render_prepack_b(spec: GemmSpec, tiles: Tiles, name: str) -> str:
-    """The private function `@name(%B, %PB)` filling `prepacked_b_type(spec, tiles)` from B
-    (not batched; nn.Linear's weight, transposed or not): the panels `render_gemm` packs
-    per call, written in place through views of PB (no buffer)."""
-    assert not spec.batch
+def prepacked_a_type(spec: GemmSpec, tiles: Tiles) -> str:
+    """The memref type of A packed once for every block (`render_prepack(side="a")`):
+    PA[tile, kb, p, i] = A[tile*MR + i, kb*KC + p] for the ceil(M/MR) row tiles and
+    ceil(K/KC) K blocks, each block's KC (the last one's K % KC, rounded up to KU) x MR
+    panel, zero outside A."""
+    return _prepacked_type(spec, tiles, "a")
+
+
+def prepacked_b_type(spec: GemmSpec, tiles: Tiles) -> str:
+    """Likewise for B: PB[tile, kb, p, j] = B[kb*KC + p, tile*NR + j] for the ceil(N/NR)
+    column panels (nn.Linear's weight, transposed or not)."""
+    return _prepacked_type(spec, tiles, "b")
+
+
+def render_prepack(spec: GemmSpec, tiles: Tiles, name: str, side: str) -> str:
+    """The private function `@name(%X, %P)` filling `prepacked_{side}_type(spec, tiles)`
+    from the operand X = A or B (`side`; not batched): the panels `render_gemm` packs per
+    call, block by block, written in place through views of P (no buffer: an AOT
+    library's allocation plan stays fixed)."""
+    assert not spec.batch and side in ("a", "b")
     t, e = tiles, _Emitter()
-    pb_t = prepacked_b_type(spec, t)
+    a = side == "a"
+    size, tile, step, iv, x_t = (spec.m, t.mr, t.mc, "%ic", spec.a_type) if a else \
+        (spec.n, t.nr, t.nc, "%jc", spec.b_type)
+    p_t = _prepacked_type(spec, t, side)
     kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
-    kb_n = _ceil(spec.k, t.kc)
-    bp_t = f"memref<?x{kcp_max}x{t.nr}xf32, strided<[{kb_n * kcp_max * t.nr}, {t.nr}, 1], " \
-        "offset: ?>>"
+    view_t = f"memref<?x{kcp_max}x{tile}xf32, strided<[{_ceil(spec.k, t.kc) * kcp_max * tile}, " \
+        f"{tile}, 1], offset: ?>>"
+
+    def a_at(m: str, k: str) -> str:
+        return f"%X[{f'{k}, {m}' if spec.trans_a else f'{m}, {k}'}] : {x_t}"
 
     def b_at(k: str, n: str) -> str:
-        idx = f"{n}, {k}" if spec.trans_b else f"{k}, {n}"
-        return f"%B[{idx}] : {spec.b_type}"
+        return f"%X[{f'{n}, {k}' if spec.trans_b else f'{k}, {n}'}] : {x_t}"
 
     c0 = e.c(0)
-    n_hi = e.c(spec.n)
+    hi = e.c(size)
     e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
     kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
     kcp = e.round_up(kc, t.ku)
     kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
-    e.open_for("%jc", c0, n_hi, e.c(t.nc))
-    np_ = e.op(f"arith.ceildivui {e.min(e.c(t.nc), e.sub(n_hi, '%jc'))}, {e.c(t.nr)} : index")
-    tile0 = e.op(f"arith.divui %jc, {e.c(t.nr)} : index")
-    e.emit(f"%Bp = memref.subview %PB[{tile0}, {kb}, 0, 0] [{np_}, 1, {kcp_max}, {t.nr}] "
-           f"[1, 1, 1, 1] : {pb_t} to {bp_t}")
-    _pack_b(e, spec, t, b_at, np_, n_hi, kc, kcp, bp_t)
+    e.open_for(iv, c0, hi, e.c(step))
+    count = e.op(f"arith.ceildivui {e.min(e.c(step), e.sub(hi, iv))}, {e.c(tile)} : index")
+    tile0 = e.op(f"arith.divui {iv}, {e.c(tile)} : index")
+    e.emit(f"%{'Ap' if a else 'Bp'} = memref.subview %P[{tile0}, {kb}, 0, 0] [{count}, 1, "
+           f"{kcp_max}, {tile}] [1, 1, 1, 1] : {p_t} to {view_t}")
+    if a:
+        _pack_a(e, spec, t, a_at, count, hi, kc, kcp, view_t)
+    else:
+        _pack_b(e, spec, t, b_at, count, hi, kc, kcp, view_t)
     e.close()
     e.close()
-    f32v = f"vector<{t.vl}xf32>"
-    head = [f"  func.func private @{name}(%B: {spec.b_type}, %PB: {pb_t}) {{",
+    head = [f"  func.func private @{name}(%X: {x_t}, %P: {p_t}) {{",
             "    %zero = arith.constant 0.0 : f32",
-            f"    %zv = arith.constant dense<0.0> : {f32v}"]
+            f"    %zv = arith.constant dense<0.0> : vector<{t.vl}xf32>"]
     head += [f"    {n} = arith.constant {v} : index" for v, n in sorted(e.consts.items())]
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
@@ -486,8 +459,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     packing buffers at its end (otherwise the deallocation pipeline must run after).
     `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
     caller drops the zero fill), else `C += A @ B`. With `a_prepacked`, A (`spec.a_type`) is
-    `prepacked_a_type` of the original spec, filled by `render_prepack_a`: no packing of A;
-    `b_prepacked` likewise for B (`prepacked_b_type`, `render_prepack_b`).
+    `prepacked_a_type` of the original spec, filled by `render_prepack`: no packing of A;
+    `b_prepacked` likewise for B (`prepacked_b_type`).
 
     With `split`, `@name` runs `@name_body` over the split's items with
     `accel_parallel_for` (through `@name_entry`), and the module also declares that;

@@ -78,8 +78,7 @@ from accel.passes._gemm_kernel import (
     prepacked_b_type,
     render_conv,
     render_gemm,
-    render_prepack_a,
-    render_prepack_b,
+    render_prepack,
 )
 from accel.passes._gemv_kernel import gemv_fits, plan_gemv, render_gemv
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL
@@ -409,7 +408,7 @@ def add_prepacked_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deallo
                          known: set[str], parallel_min: int | None = None,
                          zero_start: bool = False) -> tuple[str, str, str]:
     """(kernel, prepack function, packed A's type) for `spec` with A packed once
-    (`render_prepack_a`): `@kernel(PA, B, C)` is the packed kernel `_add_kernel` would
+    (`render_prepack`): `@kernel(PA, B, C)` is the packed kernel `_add_kernel` would
     give, minus its packing of A; `@prepack(A, PA)` fills PA. Added to `module` on first
     use."""
     plan = _plan(module, spec, tiles, parallel_min, direct=False)
@@ -423,7 +422,7 @@ def add_prepacked_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deallo
             text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
         _move_new_funcs(module, text, known)
     if f"{name}_prepack" not in known:
-        _move_new_funcs(module, render_prepack_a(spec, tiles, f"{name}_prepack"), known)
+        _move_new_funcs(module, render_prepack(spec, tiles, f"{name}_prepack", "a"), known)
     return name, f"{name}_prepack", pa_t
 
 
@@ -432,7 +431,7 @@ def add_prepacked_b_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deal
                            ) -> tuple[str, str]:
     """(`@wrapper(A, B, C, PB, SRC)`, PB's type) for the packed kernel `plan` gives `spec`
     with B packed once (a frozen weight): the wrapper packs B into PB
-    (`render_prepack_b`) when B's address differs from the one in SRC, then calls the
+    (`render_prepack`) when B's address differs from the one in SRC, then calls the
     kernel on PB. Added to `module` on first use."""
     tiles, split = plan.tiles, plan.split
     name = _kernel_name(spec, tiles, split) + ("_pbz" if zero_start else "_pb")
@@ -445,7 +444,7 @@ def add_prepacked_b_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deal
     if split is not None:
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
     _move_new_funcs(module, text, known)
-    _move_new_funcs(module, render_prepack_b(spec, tiles, f"{name}_prepack"), known)
+    _move_new_funcs(module, render_prepack(spec, tiles, f"{name}_prepack", "b"), known)
     a_t, b_t, c_t = spec.a_type, spec.b_type, spec.c_type
     _move_new_funcs(module, "\n".join([
         "module {",
