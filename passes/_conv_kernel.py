@@ -41,6 +41,7 @@ from accel.passes._conv_shared_panel import (
     render_shared_pack,
     shares_panel,
 )
+from accel.passes._frozen_weights import repack_guard
 from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
 from accel.passes._pack import emit_transposed_pack, transpose8
 from accel.passes._parallel_abi import NUM_THREADS, NUM_THREADS_DECL, PARALLEL_FOR_DECL, fork_join
@@ -253,15 +254,9 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     if frozen:  # the panel of every block, packed once
         npack = e.c(fblocks * (k_rows // pack_rows(s)))
         e.emit(f"%P = memref.cast %Ps : {panel_type(s, t.fb)} to {pd_t}")
-        e.emit(f"%wp = memref.extract_aligned_pointer_as_index %Wt : {w_t} -> index")
-        e.emit("%wp64 = arith.index_cast %wp : index to i64")
-        e.emit(f"%was = memref.load %SRC[{c0}] : memref<1xi64>")
-        e.emit("%stale = arith.cmpi ne, %wp64, %was : i64")
-        e.emit("scf.if %stale {")
-        e.emit(f"  func.call @{name}_pack(%Wt, %P, {c0}, {npack}) : ({w_t}, {pd_t}, index, "
-               "index) -> ()")
-        e.emit(f"  memref.store %wp64, %SRC[{c0}] : memref<1xi64>")
-        e.emit("}")
+        for line in repack_guard("%Wt", w_t, f"func.call @{name}_pack(%Wt, %P, {c0}, {npack})"
+                                 f" : ({w_t}, {pd_t}, index, index) -> ()", c0):
+            e.emit(line)
     elif not shared:
         e.emit(f"%P0 = memref.alloca() : memref<0x{k_rows}x{t.fb}xf32>")
         e.emit(f"%P = memref.cast %P0 : memref<0x{k_rows}x{t.fb}xf32> to {pd_t}")

@@ -25,6 +25,21 @@ from accel.passes.base import defining_op, ops_named
 SOURCE_TYPE = "memref<1xi64>"
 
 
+def repack_guard(weight: str, weight_t: str, pack_call: str, c0: str = "%c0") -> list[str]:
+    """Lines (unindented) that run `pack_call` (a `func.call`) and then record `weight`'s
+    address in %SRC when it differs from the one there: the first call, or the code bound
+    to other arrays. %SRC is written after the packing, so a call that finds it set reads
+    a whole copy."""
+    return [f"%wp = memref.extract_aligned_pointer_as_index {weight} : {weight_t} -> index",
+            "%wp64 = arith.index_cast %wp : index to i64",
+            f"%was = memref.load %SRC[{c0}] : {SOURCE_TYPE}",
+            "%stale = arith.cmpi ne, %wp64, %was : i64",
+            "scf.if %stale {",
+            f"  {pack_call}",
+            f"  memref.store %wp64, %SRC[{c0}] : {SOURCE_TYPE}",
+            "}"]
+
+
 def _external_global(module: Operation, value: ir.Value) -> str | None:
     """The name of the external `memref.global` (no initial value) `value` is a
     `memref.get_global` of, or None."""

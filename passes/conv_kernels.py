@@ -39,7 +39,11 @@ from accel.ir import InsertionPoint, Operation, dialects, ir
 from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
 from accel.passes._conv_shared_panel import panel_type, shares_panel
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
-from accel.passes._frozen_weights import frozen_weight_sites, thread_packed_weight
+from accel.passes._frozen_weights import (
+    frozen_weight_sites,
+    repack_guard,
+    thread_packed_weight,
+)
 from accel.passes._gemm_epilogue import Epilogue, defining_op, is_fresh, is_zero_fill, position
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
 from accel.passes.base import ModulePass, ops_named, register_pass
@@ -146,15 +150,8 @@ def _packed_weight(g: GemmSpec, w_t: str, packed: tuple[str, str] | None
     if packed is None:
         return "", [], "%Wm", g.a_type, []
     prepack, pa_t = packed
-    guard = [
-        f"    %wp = memref.extract_aligned_pointer_as_index %Wt : {w_t} -> index",
-        "    %wp64 = arith.index_cast %wp : index to i64",
-        "    %was = memref.load %SRC[%c0] : memref<1xi64>",
-        "    %stale = arith.cmpi ne, %wp64, %was : i64",
-        "    scf.if %stale {",
-        f"      func.call @{prepack}(%Wm, %PA) : ({g.a_type}, {pa_t}) -> ()",
-        "      memref.store %wp64, %SRC[%c0] : memref<1xi64>",
-        "    }"]
+    guard = ["    " + line for line in repack_guard(
+        "%Wt", w_t, f"func.call @{prepack}(%Wm, %PA) : ({g.a_type}, {pa_t}) -> ()")]
     return (f", %PA: {pa_t}, %SRC: memref<1xi64>", guard, "%PA", pa_t,
             [f"  func.func private @{prepack}({g.a_type}, {pa_t})"])
 

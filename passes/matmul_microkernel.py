@@ -56,7 +56,11 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
-from accel.passes._frozen_weights import frozen_weight_sites, thread_packed_weight
+from accel.passes._frozen_weights import (
+    frozen_weight_sites,
+    repack_guard,
+    thread_packed_weight,
+)
 from accel.passes._gemm_direct import (
     conflicting_stride,
     direct_fits,
@@ -453,14 +457,8 @@ def add_prepacked_b_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, deal
         f"  func.func private @{wrapper}(%A: {a_t}, %B: {b_t}, %C: {c_t}, %PB: {pb_t}, "
         "%SRC: memref<1xi64>) {",
         "    %c0 = arith.constant 0 : index",
-        f"    %bp = memref.extract_aligned_pointer_as_index %B : {b_t} -> index",
-        "    %bp64 = arith.index_cast %bp : index to i64",
-        "    %was = memref.load %SRC[%c0] : memref<1xi64>",
-        "    %stale = arith.cmpi ne, %bp64, %was : i64",
-        "    scf.if %stale {",
-        f"      func.call @{name}_prepack(%B, %PB) : ({b_t}, {pb_t}) -> ()",
-        "      memref.store %bp64, %SRC[%c0] : memref<1xi64>",
-        "    }",
+        *("    " + line for line in repack_guard(
+            "%B", b_t, f"func.call @{name}_prepack(%B, %PB) : ({b_t}, {pb_t}) -> ()")),
         f"    func.call @{name}(%A, %PB, %C) : ({a_t}, {pb_t}, {c_t}) -> ()",
         "    return", "  }", "}"]), known)
     return wrapper, pb_t
