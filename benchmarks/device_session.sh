@@ -4,7 +4,8 @@
 #      library, flash attention, SGEMM, precision modes);
 #   2. benchmarks/gpu.py (accel vs eager, cuBLAS/SDPA and inductor, CUDA events);
 #   3. compute-sanitizer memcheck over the matmul and attention kernels;
-#   4. the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1),
+#   4. ResNet-50/18 against onnxruntime in one process (benchmarks/interleaved.py), then
+#      the CPU benchmarks on the machine's CPU (a second x86: AVX-512, all its cores and 1),
 #      then benchmarks/conv_scaling.py (ResNet-18 per conv layer, all cores and 1);
 #   5. the training steps of benchmarks/training.py there (MLP, CNN+BN and ResNet-18, all
 #      cores and 1).
@@ -34,6 +35,10 @@ stage "pytest -m gpu" 120 python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -
 stage "benchmarks/gpu.py" 100 python3 benchmarks/gpu.py --iters 10 --json "$out/gpu.json"
 stage "compute-sanitizer" 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
   -k compute_sanitizer test/unit/test_nvgpu.py
+# ResNet-50 and ResNet-18 against onnxruntime in one process, taking turns (issue 26's bar;
+# freeze_weights too): all cores and 1 thread on an AVX-512 machine.
+stage "interleaved zoo" 160 python3 benchmarks/interleaved.py --models resnet50 resnet18 \
+  --threads "$(nproc)" 1 --rounds 9 --json "$out/interleaved.json"
 # inductor last: its compiles took the whole stage on the 16-core machine (2026-11-27), so
 # accel and onnxruntime never ran.
 stage "cpu benchmarks" 150 python3 benchmarks/run.py --quick \

@@ -41,8 +41,9 @@ from accel.passes._conv_shared_panel import (
     render_shared_pack,
     shares_panel,
 )
+from accel.passes._epilogue_code import EpilogueCode, emit_epilogue
 from accel.passes._frozen_weights import repack_guard
-from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter
+from accel.passes._gemm_kernel import ConvSpec, _ceil, _descriptor, _Emitter, _rank
 from accel.passes._pack import emit_transposed_pack, transpose8
 from accel.passes._parallel_abi import NUM_THREADS, NUM_THREADS_DECL, PARALLEL_FOR_DECL, fork_join
 
@@ -147,8 +148,10 @@ def conv_items(spec: ConvSpec, tile: ConvTile) -> int:
 
 
 def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str, p0: str,
-                skip: str, not_last: str, *, store: bool) -> None:
-    """The tile's accumulators `res` into O (`=` with `store`, else `+=`).
+                skip: str, not_last: str, *, store: bool,
+                epilogue: EpilogueCode | None = None) -> None:
+    """The tile's accumulators `res` into O (`=` with `store`, else `+=`); with
+    `epilogue` (store only) each value goes through the chain first (passes/_conv_epilogue.py).
 
     With 8 lanes and PT <= 8, a tile followed by another of its item (the same thread,
     later) and 8 positions left in the map goes through registers: per filter vector, an
@@ -177,6 +180,8 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
                 if not store:
                     old = b.op(f"vector.load %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
                     col = b.op(f"arith.addf {old}, {col} : {f32v}")
+                elif epilogue is not None:  # lanes PT.. are the next tile's: it stores later
+                    col = emit_epilogue(b, epilogue, col, 8, f, f"{n}, {f}, {p0}", of_t)
                 b.emit(f"vector.store {col}, %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
                 if s.f % t.fb:
                     b.close()
@@ -192,8 +197,10 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
     b.open_for("%j", skip, b.c(t.pt), c1)
     po = b.add(p0, "%j")
     if store:
-        b.emit(f"memref.store {b.op(f'memref.load %T[%j, %fl] : {tl_t}')}, "
-               f"%Of[{n}, {fo}, {po}] : {of_t}")
+        val = b.op(f"memref.load %T[%j, %fl] : {tl_t}")
+        if epilogue is not None:
+            val = emit_epilogue(b, epilogue, val, 1, fo, f"{n}, {fo}, {po}", of_t)
+        b.emit(f"memref.store {val}, %Of[{n}, {fo}, {po}] : {of_t}")
     else:
         b.add_into(f"%Of[{n}, {fo}, {po}] : {of_t}", f"%T[%j, %fl] : {tl_t}")
     b.close()
@@ -204,7 +211,8 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
 
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                        parallel: bool = False, dealloc: bool = False,
-                       store: bool = False, frozen: bool = False) -> str:
+                       store: bool = False, frozen: bool = False,
+                       epilogue: EpilogueCode | None = None) -> str:
     """The module text of `@name(%X, %Wt, %O)` (see the module docstring); with `parallel`
     its items run through `accel_parallel_for` (the text then declares it, to verify on
     its own), and when `shares_panel` it takes a fourth operand, the shared panel
@@ -223,7 +231,12 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
 
     `frozen` (a frozen weight, passes/_frozen_weights.py): `@name(%X, %Wt, %O, %Ps, %SRC)`
     with %Ps the shared panel type, packed by `@name_pack` only when %Wt's address differs
-    from the one in %SRC (the first call); every item reads its block from there."""
+    from the one in %SRC (the first call); every item reads its block from there.
+
+    `epilogue` (with `store`): the elementwise chain after the conv, applied as it writes O
+    (passes/_conv_epilogue.py); its extra inputs `%E<k>` come last in every signature."""
+    if epilogue is not None and not store:
+        raise ValueError("a conv epilogue needs a kernel that stores its output")
     s, t = spec, tile
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
@@ -243,9 +256,14 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     of_t = f"memref<{s.n}x{s.f}x{p}xf32>"
     tl_t = f"memref<{t.pt}x{t.fb}xf32>"
     f32v = f"vector<{t.vl}xf32>"
-    args = [("X", x_t, 4), ("Wt", w_t, 4), ("O", o_t, 4), ("P", pd_t, 3)]
+    extras = epilogue.extras if epilogue is not None else ()
+    args = [("X", x_t, 4), ("Wt", w_t, 4), ("O", o_t, 4), ("P", pd_t, 3)] + \
+        [(f"E{k}", ex.type, _rank(ex.type)) for k, ex in enumerate(extras)]
     ctx_t = "!llvm.struct<(" + ", ".join(_descriptor(r) for _, _, r in args) + ")>"
-    body_sig = f"{x_t}, {w_t}, {o_t}, {pd_t}, i1, index, index"
+    e_sig = "".join(f", {ex.type}" for ex in extras)
+    e_args = "".join(f", %E{k}" for k in range(len(extras)))
+    e_params = "".join(f", %E{k}: {ex.type}" for k, ex in enumerate(extras))
+    body_sig = f"{x_t}, {w_t}, {o_t}, {pd_t}, i1, index, index{e_sig}"
 
     # -- @name: the items, serially or on threads ----------------------------------------
     e = _Emitter()
@@ -291,11 +309,11 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             e.emit("}")
     else:
         e.emit(f"%from_panel = arith.constant {'true' if frozen else 'false'}")
-        e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %from_panel, {c0}, {e.c(items)}) : "
-               f"({body_sig}) -> ()")
+        e.emit(f"func.call @{name}_body(%X, %Wt, %O, %P, %from_panel, {c0}, {e.c(items)}"
+               f"{e_args}) : ({body_sig}) -> ()")
     params = f"%X: {x_t}, %Wt: {w_t}, %O: {o_t}" + \
         (f", %Ps: {panel_type(s, t.fb)}" if shared else "") + \
-        (", %SRC: memref<1xi64>" if frozen else "")
+        (", %SRC: memref<1xi64>" if frozen else "") + e_params
     head = [f"  func.func private @{name}({params}) {{"]
     head += [f"    {n} = arith.constant {val} : index" for val, n in sorted(e.consts.items())]
     text = [*head, *e.lines, "    return", "  }"]
@@ -315,10 +333,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             ([(f"{name}_sentry", "true")] if shared else [])
         for entry, flag in entries:
             text += [f"  func.func private @{entry}(%ctx: !llvm.ptr, %lo: index, "
-                     "%hi: index) {", *load_ctx([0, 1, 2, 3]),
+                     "%hi: index) {", *load_ctx(list(range(len(args)))),
                      f"    %shared = arith.constant {flag}",
-                     f"    func.call @{name}_body(%X, %Wt, %O, %P, %shared, %lo, %hi) : "
-                     f"({body_sig}) -> ()", "    return", "  }"]
+                     f"    func.call @{name}_body(%X, %Wt, %O, %P, %shared, %lo, %hi{e_args}) "
+                     f": ({body_sig}) -> ()", "    return", "  }"]
         if shared and not frozen:
             text += [f"  func.func private @{name}_pack_entry(%ctx: !llvm.ptr, %lo: index, "
                      "%hi: index) {", *load_ctx([1, 3]),
@@ -333,6 +351,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     c0, c1 = b.c(0), b.c(1)
     b.emit(f"%Xf = memref.collapse_shape %X [[0], [1, 2, 3]] : {x_t} into {xf_t}")
     b.emit(f"%Of = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {of_t}")
+    for k, ex in enumerate(extras):
+        if ex.kind == "full":
+            b.emit(f"%Ef{k} = memref.collapse_shape %E{k} [[0], [1], [2, 3]] : {ex.type} into "
+                   f"{of_t}")
     b.emit(f"%T = memref.alloca() {{alignment = 64 : i64}} : {tl_t}")
     b.emit(f"%zv = arith.constant dense<0.0> : {f32v}")
     b.emit("%zero = arith.constant 0.0 : f32")
@@ -454,7 +476,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         b.emit(f"scf.if {b.cmp('uge', b.add('%cb', b.c(cb)), b.c(s.c))} {{")
         b.indent += 1
     _write_back(b, s, t, res, n, fb, p0, skip, b.cmp("ult", b.add("%tt", c1), t_hi),
-                store=store)
+                store=store, epilogue=epilogue)
     if blocks:
         b.close(" else {")
         b.indent += 1
@@ -468,7 +490,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     if dealloc:
         b.emit(f"memref.dealloc %Wp : {wp_t}")
     text += [f"  func.func private @{name}_body(%X: {x_t}, %Wt: {w_t}, %O: {o_t}, "
-             f"%P: {pd_t}, %shared: i1, %lo: index, %hi: index) {{"]
+             f"%P: {pd_t}, %shared: i1, %lo: index, %hi: index{e_params}) {{"]
     text += [f"    {n_} = arith.constant {val} : index" for val, n_ in sorted(b.consts.items())]
     text += [*b.lines, "    return", "  }"]
     decl = ([f"  {PARALLEL_FOR_DECL}"] if parallel else []) + \

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from accel.passes._epilogue_code import EpilogueCode, emit_epilogue
 from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 
 
@@ -174,6 +175,8 @@ def choose_split(spec: GemmSpec, tiles: Tiles, min_macs: int = PARALLEL_MIN_MACS
 
 
 def _descriptor(rank: int) -> str:
+    if rank == 0:  # no sizes, no strides
+        return "!llvm.struct<(ptr, ptr, i64)>"
     return f"!llvm.struct<(ptr, ptr, i64, array<{rank} x i64>, array<{rank} x i64>)>"
 
 
@@ -182,19 +185,22 @@ def _rank(memref_type: str) -> int:
     return memref_type.removeprefix("memref<").split(",", 1)[0].count("x")
 
 
-def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
-    """`@name(A, B, C)`: the operands' descriptors into a stack context, then
+def _render_dispatch(spec: GemmSpec, name: str, split: Split,
+                     extras: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """`@name(A, B, C, extras...)`: the operands' descriptors into a stack context, then
     `accel_parallel_for(@name_entry, ctx, items)`; `@name_entry(ctx, lo, hi)` loads them
-    back and calls `@name_body(A, B, C, lo, hi)`."""
-    types = (spec.a_type, spec.b_type, spec.c_type)
+    back and calls `@name_body(A, B, C, lo, hi, extras...)`. `extras`: (name, type) of an
+    epilogue's inputs (`_epilogue_params`)."""
+    names = ["A", "B", "C", *(v for v, _ in extras)]
+    types = (spec.a_type, spec.b_type, spec.c_type, *(t for _, t in extras))
     descs = [_descriptor(_rank(t)) for t in types]  # a prepacked A has rank 4
-    arr = f"!llvm.array<3 x {descs[0]}>" if len(set(descs)) == 1 else \
+    arr = f"!llvm.array<{len(descs)} x {descs[0]}>" if len(set(descs)) == 1 else \
         f"!llvm.struct<({', '.join(descs)})>"
-    lines = [f"  func.func private @{name}(%A: {spec.a_type}, %B: {spec.b_type}, "
-             f"%C: {spec.c_type}) {{",
+    params = ", ".join(f"%{v}: {t}" for v, t in zip(names, types, strict=True))
+    lines = [f"  func.func private @{name}({params}) {{",
              "    %one = llvm.mlir.constant(1 : i64) : i64",
              f"    %ctx = llvm.alloca %one x {arr} : (i64) -> !llvm.ptr"]
-    for i, (v, t, desc) in enumerate(zip("ABC", types, descs, strict=True)):
+    for i, (v, t, desc) in enumerate(zip(names, types, descs, strict=True)):
         lines += [f"    %d{v} = builtin.unrealized_conversion_cast %{v} : {t} to {desc}",
                   f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
                   f"{arr}",
@@ -204,13 +210,15 @@ def _render_dispatch(spec: GemmSpec, name: str, split: Split) -> list[str]:
               "    return",
               "  }",
               f"  func.func private @{name}_entry(%ctx: !llvm.ptr, %lo: index, %hi: index) {{"]
-    for i, (v, t, desc) in enumerate(zip("ABC", types, descs, strict=True)):
+    for i, (v, t, desc) in enumerate(zip(names, types, descs, strict=True)):
         lines += [f"    %p{v} = llvm.getelementptr %ctx[0, {i}] : (!llvm.ptr) -> !llvm.ptr, "
                   f"{arr}",
                   f"    %d{v} = llvm.load %p{v} : !llvm.ptr -> {desc}",
                   f"    %{v} = builtin.unrealized_conversion_cast %d{v} : {desc} to {t}"]
-    lines += [f"    func.call @{name}_body(%A, %B, %C, %lo, %hi) : ({', '.join(types)}, index, "
-              "index) -> ()",
+    e_args = "".join(f", %{v}" for v, _ in extras)
+    e_types = "".join(f", {t}" for _, t in extras)
+    lines += [f"    func.call @{name}_body(%A, %B, %C, %lo, %hi{e_args}) : "
+              f"({', '.join(types[:3])}, index, index{e_types}) -> ()",
               "    return",
               "  }"]
     return lines
@@ -452,23 +460,40 @@ def render_prepack(spec: GemmSpec, tiles: Tiles, name: str, side: str) -> str:
     return "\n".join(["module {", *head, *e.lines, "    return", "  }", "}"])
 
 
+def epilogue_params(spec: GemmSpec, code: EpilogueCode | None) -> tuple[tuple[str, str], ...]:
+    """(name, type) of the GEMM's parameters for an epilogue's inputs: a full one (the
+    output's shape) as a view like C's (`%Ef<k>`), a per-channel or scalar one as is."""
+    if code is None:
+        return ()
+    return tuple((f"Ef{k}", spec.c_type) if ex.kind == "full" else (f"E{k}", ex.type)
+                 for k, ex in enumerate(code.extras))
+
+
 def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = False,
                 split: Split | None = None, zero_start: bool = False,
-                a_prepacked: bool = False, b_prepacked: bool = False) -> str:
+                a_prepacked: bool = False, b_prepacked: bool = False,
+                epilogue: EpilogueCode | None = None) -> str:
     """The private GEMM function for `spec` (see the module docstring); `dealloc` frees the
     packing buffers at its end (otherwise the deallocation pipeline must run after).
     `zero_start`: `C = A @ B` (the first K block stores its tiles, C is never read; the
     caller drops the zero fill), else `C += A @ B`. With `a_prepacked`, A (`spec.a_type`) is
     `prepacked_a_type` of the original spec, filled by `render_prepack`: no packing of A;
-    `b_prepacked` likewise for B (`prepacked_b_type`).
+    `b_prepacked` likewise for B (`prepacked_b_type`). `epilogue` (with `zero_start`, no
+    batch; C's rows are output channels): the last K block applies the elementwise chain
+    (passes/_epilogue_code.py) to each value it writes, its inputs after C
+    (`epilogue_params`).
 
     With `split`, `@name` runs `@name_body` over the split's items with
     `accel_parallel_for` (through `@name_entry`), and the module also declares that;
     `@name_body(A, B, C, lo, hi)` computes the rows (or columns) of items [lo, hi).
     """
+    if epilogue is not None and (not zero_start or spec.batch):
+        raise ValueError("a GEMM epilogue needs a zero start and no batch")
     t, e = tiles, _Emitter()
     f32v = f"vector<{t.vl}xf32>"
     nvec = t.nr // t.vl
+    extras = epilogue_params(spec, epilogue)
+    one_k_block = spec.k <= t.kc
     kcp_max = min(t.kc, _ceil(spec.k, t.ku) * t.ku)
     np_max = _ceil(min(t.nc, spec.n), t.nr)
     mp_max = _ceil(min(t.mc, spec.m), t.mr)
@@ -527,6 +552,8 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.open_for("%pc", c0, e.c(spec.k), e.c(t.kc))
     kc = e.min(e.c(t.kc), e.sub(e.c(spec.k), "%pc"))
     first = e.cmp("eq", "%pc", c0)  # the first K block (zero_start: stores, not adds)
+    if epilogue is not None and not one_k_block:  # the last K block applies the epilogue
+        last = e.cmp("sge", e.add("%pc", e.c(t.kc)), e.c(spec.k))
     kcp = e.round_up(kc, t.ku)
     if a_prepacked or b_prepacked:
         kb = e.op(f"arith.divui %pc, {e.c(t.kc)} : index")
@@ -561,6 +588,9 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
             nj = e.min(e.add(n0, e.c(j)) if j else n0, last_n)
             e.emit(f"memref.prefetch %C[{pre[0]}{mi}, {nj}], write, locality<3>, data : "
                    f"{spec.c_type}")
+            for v, ty in extras:  # a residual the epilogue reads with the tile, likewise
+                if v.startswith("Ef"):
+                    e.emit(f"memref.prefetch %{v}[{mi}, {nj}], read, locality<3>, data : {ty}")
     accs = [[f"%acc_{i}_{j}" for j in range(nvec)] for i in range(t.mr)]
     flat = [a for row in accs for a in row]
     next_ir = e.op(f"arith.minsi {e.add('%ir', c1)}, {e.sub(mp, c1)} : index", "irn")
@@ -605,40 +635,62 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     e.emit(f"scf.if {full} {{")
     e.indent += 1
 
-    def write_full(add: bool) -> None:
+    def write_full(add: bool, epi: bool = False) -> None:
         for i in range(t.mr):
             mi = e.add(m0, e.c(i)) if i else m0
+            row: dict = {}  # the row's channel operands, for all its vectors
             for j in range(nvec):
                 nj = e.add(n0, e.c(j * t.vl)) if j else n0
                 new = out[i][j]
                 if add:
                     old = e.op(f"vector.load {c_at(mi, nj)}, {f32v}")
                     new = e.op(f"arith.addf {old}, {out[i][j]} : {f32v}")
+                if epi:
+                    new = emit_epilogue(e, epilogue, new, t.vl, mi, f"{mi}, {nj}",
+                                        spec.c_type, row)
                 e.emit(f"vector.store {new}, {c_at(mi, nj)}, {f32v}")
 
-    def write_edge(add: bool) -> None:
+    def write_edge(add: bool, epi: bool = False) -> None:
         e.open_for("%i", c0, mv, c1)
         e.open_for("%j", c0, nv, c1)
         m = e.add(m0, "%i")
         n = e.add(n0, "%j")
-        if add:
+        if add and not epi:
             e.add_into(c_at(m, n), f"%Ct[%i, %j] : {ct_t}")
         else:
-            e.emit(f"memref.store {e.op(f'memref.load %Ct[%i, %j] : {ct_t}')}, {c_at(m, n)}")
+            new = e.op(f"memref.load %Ct[%i, %j] : {ct_t}")
+            if add:
+                new = e.op(f"arith.addf {e.op(f'memref.load {c_at(m, n)}')}, {new} : f32")
+            if epi:
+                new = emit_epilogue(e, epilogue, new, 1, m, f"{m}, {n}", spec.c_type)
+            e.emit(f"memref.store {new}, {c_at(m, n)}")
         e.close()
         e.close()
 
-    def first_or_rest(write: Callable[[bool], None]) -> None:
-        """With `zero_start`, the first K block stores C, the others add to it."""
+    def first_or_rest(write: Callable[..., None]) -> None:
+        """With `zero_start`, the first K block stores C, the others add to it; with an
+        epilogue, the last one (the first too, when K is one block) applies it."""
         if not zero_start:
             write(True)
+            return
+        if epilogue is not None and one_k_block:
+            write(False, True)
             return
         e.emit(f"scf.if {first} {{")
         e.indent += 1
         write(False)
         e.close(" else {")
         e.indent += 1
-        write(True)
+        if epilogue is None:
+            write(True)
+        else:
+            e.emit(f"scf.if {last} {{")
+            e.indent += 1
+            write(True, True)
+            e.close(" else {")
+            e.indent += 1
+            write(True)
+            e.close()
         e.close()
 
     first_or_rest(write_full)
@@ -666,6 +718,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     kernel = name if split is None else f"{name}_body"
     if split is not None:
         params += ", %lo: index, %hi: index"
+    params += "".join(f", %{v}: {ty}" for v, ty in extras)
     head = [f"  func.func private @{kernel}({params}) {{",
             "    %zero = arith.constant 0.0 : f32",
             f"    %zv = arith.constant dense<0.0> : {f32v}"]
@@ -673,7 +726,7 @@ def render_gemm(spec: GemmSpec, tiles: Tiles, name: str, *, dealloc: bool = Fals
     body = [*head, *e.lines, "    return", "  }"]
     if split is None:
         return "\n".join(["module {", *body, "}"])
-    return "\n".join(["module {", *_render_dispatch(spec, name, split), *body, "}"])
+    return "\n".join(["module {", *_render_dispatch(spec, name, split, extras), *body, "}"])
 
 
 @dataclass(frozen=True)

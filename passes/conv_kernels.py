@@ -36,22 +36,25 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from accel.ir import InsertionPoint, Operation, dialects, ir
+from accel.passes._conv_epilogue import apply_chain, collect_chain, fold_affine_prefix
 from accel.passes._conv_kernel import choose_conv_tile, conv_items, render_direct_conv
 from accel.passes._conv_shared_panel import panel_type, shares_panel
 from accel.passes._depthwise_kernel import DepthwiseSpec, items_of, render_depthwise
+from accel.passes._epilogue_code import EpilogueCode
 from accel.passes._frozen_weights import (
     frozen_weight_sites,
     repack_guard,
     thread_packed_weight,
 )
 from accel.passes._gemm_epilogue import Epilogue, defining_op, is_fresh, is_zero_fill, position
-from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec
+from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec, epilogue_params
 from accel.passes.base import ModulePass, ops_named, register_pass
 from accel.passes.matmul_microkernel import (
     MatmulMicrokernel,
     _add_kernel,
     _move_new_funcs,
     _pair,
+    _plan,
     _row_major,
     _static_f32,
     add_prepacked_kernel,
@@ -156,21 +159,47 @@ def _packed_weight(g: GemmSpec, w_t: str, packed: tuple[str, str] | None
             [f"  func.func private @{prepack}({g.a_type}, {pa_t})"])
 
 
+def _chain_operands(spec: ConvSpec, g: GemmSpec, chain: EpilogueCode | None
+                    ) -> tuple[str, str, list[str], str]:
+    """(the wrapper's parameters, the GEMM's extra types, lines to put in the image loop,
+    the GEMM call's extra operands) for an elementwise chain's inputs (`epilogue_params`):
+    a full one is viewed per image as F x P, like O[n]."""
+    if chain is None:
+        return "", "", [], ""
+    p = spec.oh * spec.ow
+    params = "".join(f", %E{k}: {ex.type}" for k, ex in enumerate(chain.extras))
+    types = "".join(f", {t}" for _, t in epilogue_params(g, chain))
+    lines, args = [], ""
+    for k, ex in enumerate(chain.extras):
+        if ex.kind == "full":
+            lines += [f"      %E3{k} = memref.collapse_shape %E{k} [[0], [1], [2, 3]] : "
+                      f"{ex.type} into memref<{spec.n}x{spec.f}x{p}xf32>",
+                      f"      %Ef{k} = memref.subview %E3{k}[%n, 0, 0] [1, {spec.f}, {p}] "
+                      f"[1, 1, 1] : memref<{spec.n}x{spec.f}x{p}xf32> to {g.c_type}"]
+            args += f", %Ef{k}"
+        else:
+            args += f", %E{k}"
+    return params, types, lines, args
+
+
 def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
-                     packed: tuple[str, str] | None = None) -> str:
+                     packed: tuple[str, str] | None = None,
+                     chain: EpilogueCode | None = None) -> str:
     """`@name(%X, %Wt, %O)`: per image, `@gemm(W as F x C, X[n] as C x P, O[n] as F x P)`;
     a strided 1x1 conv first gathers X[n]'s strided positions into a C x P buffer. With
-    `packed` (`_packed_weight`), `@name(%X, %Wt, %O, %PA, %SRC)` and the GEMM reads %PA."""
+    `packed` (`_packed_weight`), `@name(%X, %Wt, %O, %PA, %SRC)` and the GEMM reads %PA.
+    With `chain` (the GEMM applies it), its inputs `%E<k>` come last."""
     if is_strided_pointwise(spec):
-        return _render_strided_pointwise(spec, name, gemm, g, packed)
+        return _render_strided_pointwise(spec, name, gemm, g, packed, chain)
     s = spec
     x_t, w_t, o_t = s.types()
     p = s.h * s.w
     extra, guard, a, a_t, decls = _packed_weight(g, w_t, packed)
+    e_params, e_types, e_lines, e_args = _chain_operands(spec, g, chain)
     lines = [
         "module {",
-        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type})", *decls,
-        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}) {{",
+        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type}{e_types})", *decls,
+        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}{e_params}) {{",
         "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
         f"    %cn = arith.constant {s.n} : index",
         f"    %Wm = memref.collapse_shape %Wt [[0], [1, 2, 3]] : {w_t} into {g.a_type}",
@@ -183,23 +212,26 @@ def render_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
         f"      %xn = memref.subview %X3[%n, 0, 0] [1, {s.c}, {p}] [1, 1, 1] : "
         f"memref<{s.n}x{s.c}x{p}xf32> to {g.b_type}",
         f"      %on = memref.subview %O3[%n, 0, 0] [1, {s.f}, {p}] [1, 1, 1] : "
-        f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}",
-        f"      func.call @{gemm}({a}, %xn, %on) : ({a_t}, {g.b_type}, {g.c_type}) -> ()",
+        f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}", *e_lines,
+        f"      func.call @{gemm}({a}, %xn, %on{e_args}) : ({a_t}, {g.b_type}, {g.c_type}"
+        f"{e_types}) -> ()",
         "    }", "    return", "  }", "}"]
     return "\n".join(lines)
 
 
 def _render_strided_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
-                              packed: tuple[str, str] | None) -> str:
+                              packed: tuple[str, str] | None,
+                              chain: EpilogueCode | None) -> str:
     s = spec
     x_t, w_t, o_t = s.types()
     p = s.oh * s.ow
     xs_t = f"memref<{s.c}x{p}xf32>"
     extra, guard, a, a_t, decls = _packed_weight(g, w_t, packed)
+    e_params, e_types, e_lines, e_args = _chain_operands(spec, g, chain)
     lines = [
         "module {",
-        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type})", *decls,
-        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}) {{",
+        f"  func.func private @{gemm}({a_t}, {g.b_type}, {g.c_type}{e_types})", *decls,
+        f"  func.func private @{name}(%X: {x_t}, %Wt: {w_t}, %O: {o_t}{extra}{e_params}) {{",
         "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
         f"    %cn = arith.constant {s.n} : index", f"    %cc = arith.constant {s.c} : index",
         f"    %coh = arith.constant {s.oh} : index", f"    %cow = arith.constant {s.ow} : index",
@@ -222,8 +254,9 @@ def _render_strided_pointwise(spec: ConvSpec, name: str, gemm: str, g: GemmSpec,
         f"            memref.store %v, %Xs3[%ch, %i, %j] : memref<{s.c}x{s.oh}x{s.ow}xf32>",
         "          }", "        }", "      }",
         f"      %on = memref.subview %O3[%n, 0, 0] [1, {s.f}, {p}] [1, 1, 1] : "
-        f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}",
-        f"      func.call @{gemm}({a}, %xn, %on) : ({a_t}, {g.b_type}, {g.c_type}) -> ()",
+        f"memref<{s.n}x{s.f}x{p}xf32> to {g.c_type}", *e_lines,
+        f"      func.call @{gemm}({a}, %xn, %on{e_args}) : ({a_t}, {g.b_type}, {g.c_type}"
+        f"{e_types}) -> ()",
         "    }", "    return", "  }", "}"]
     return "\n".join(lines)
 
@@ -260,6 +293,12 @@ class ConvKernels(ModulePass):
     #: fill right before the conv, and the fill goes (a pass over the output, and the
     #: kernel's read of it).
     store_output: bool = field(default=True, metadata={"help": "drop zero fills of outputs"})
+    #: A kernel that stores its output (direct, or a 1x1 conv's packed GEMM) applies the
+    #: elementwise chain after it (BatchNorm folded to x * S + T, residual add, ReLU:
+    #: passes/_conv_epilogue.py) as it writes each value, and the chain's passes over the
+    #: output go. Off: not faster yet (docs/cpu-codegen.md, "Conv epilogues").
+    fuse_epilogue: bool = field(default=False,
+                                metadata={"help": "apply elementwise chains in the write-back"})
 
     def __post_init__(self) -> None:
         if self.vector_width not in (0, 4, 8, 16):
@@ -309,25 +348,31 @@ class ConvKernels(ModulePass):
                 fill = _zero_fill_before(op) if self.store_output else None
                 if fill is not None:
                     fill.erase()
+                parallel_min = self.parallel_min_flops if self.parallel else None
+                plan = _plan(module, g, tiles, parallel_min, False)
+                code, extras = self._chain(module, op, spec.f, known) \
+                    if fill is not None and not plan.direct else (None, [])
                 frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
                 if frozen is not None:
                     gemm, prepack, pa_t = add_prepacked_kernel(
-                        module, g, tiles, self.dealloc, known,
-                        self.parallel_min_flops if self.parallel else None,
-                        zero_start=fill is not None)
+                        module, g, tiles, self.dealloc, known, parallel_min,
+                        zero_start=fill is not None, chain=code)
                     name = _name("accel_pwconv", spec, gemm)
                     if name not in known:
-                        _move_new_funcs(module, render_pointwise(spec, name, gemm, g,
-                                                                 (prepack, pa_t)), known)
+                        _move_new_funcs(module, render_pointwise(
+                            spec, name, gemm, g, (prepack, pa_t), code), known)
                     packed = thread_packed_weight(module, op, frozen, gemm, pa_t, known)
-                    replace_with_call(op, name, [*op.operands, *packed])
+                    replace_with_call(op, name, [*op.operands, *packed, *extras])
                     continue
-                gemm = _add_kernel(module, g, tiles, self.dealloc, known,
-                                   self.parallel_min_flops if self.parallel else None,
-                                   epilogue=Epilogue() if fill is not None else None)
+                gemm = _add_kernel(module, g, tiles, self.dealloc, known, parallel_min,
+                                   epilogue=Epilogue() if fill is not None else None,
+                                   plan=plan, chain=code)
                 name = _name("accel_pwconv", spec, gemm)
                 if name not in known:
-                    _move_new_funcs(module, render_pointwise(spec, name, gemm, g), known)
+                    _move_new_funcs(module, render_pointwise(spec, name, gemm, g, chain=code),
+                                    known)
+                replace_with_call(op, name, [*op.operands, *extras])
+                continue
             elif spec.kh * spec.kw > self.max_taps:
                 continue  # im2col + GEMM (accel-matmul-microkernel)
             else:
@@ -337,29 +382,60 @@ class ConvKernels(ModulePass):
                 if fill is not None:
                     fill.erase()
                 store = fill is not None
+                code, extras = self._chain(module, op, spec.f, known) if store \
+                    else (None, [])
                 frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
                 if frozen is not None:  # every block packed once (passes/_frozen_weights.py)
                     name = _name("accel_dconv", spec,
-                                 f"{tile}{parallel}{self.dealloc}{store}frozen")
+                                 f"{tile}{parallel}{self.dealloc}{store}frozen{code}")
                     if name not in known:
                         _move_new_funcs(module, render_direct_conv(
                             spec, tile, name, parallel=parallel, dealloc=self.dealloc,
-                            store=store, frozen=True), known)
+                            store=store, frozen=True, epilogue=code), known)
                     packed = thread_packed_weight(module, op, frozen, name,
                                                   panel_type(spec, tile.fb), known)
-                    replace_with_call(op, name, [*op.operands, *packed])
+                    replace_with_call(op, name, [*op.operands, *packed, *extras])
                     continue
-                name = _name("accel_dconv", spec, f"{tile}{parallel}{self.dealloc}{store}")
+                name = _name("accel_dconv", spec,
+                             f"{tile}{parallel}{self.dealloc}{store}{code or ''}")
                 if name not in known:
                     text = render_direct_conv(spec, tile, name, parallel=parallel,
-                                              dealloc=self.dealloc, store=store)
+                                              dealloc=self.dealloc, store=store,
+                                              epilogue=code)
                     _move_new_funcs(module, text, known)
                 if parallel and shares_panel(spec, tile.fb):  # threads > filter blocks
-                    self._replace_with_panel(op, name, panel_type(spec, tile.fb))
+                    self._replace_with_panel(op, name, panel_type(spec, tile.fb), extras)
                     continue
+                replace_with_call(op, name, [*op.operands, *extras])
+                continue
             self._replace(op, name)
 
-    def _replace_with_panel(self, op: Operation, name: str, panel: str) -> None:
+    def _chain(self, module: Operation, op: Operation, channels: int, known: set[str]
+               ) -> tuple[EpilogueCode | None, list[ir.Value]]:
+        """(the elementwise chain after `op` and its operands) for a kernel that stores its
+        output, or (None, []): the chain's generics go and `op` moves to the last one's
+        place (`apply_chain`); a leading per-channel affine part (BatchNorm) becomes
+        x * S + T, S and T computed before the kernel by a helper (`fold_affine_prefix`)."""
+        chain = collect_chain(op) if self.fuse_epilogue else None
+        if chain is None:
+            return None, []
+        apply_chain(chain, op)
+        folded = fold_affine_prefix(chain, channels)
+        if folded is None:
+            return chain.code, chain.values
+        if folded.name not in known:
+            _move_new_funcs(module, folded.helper, known)
+        with InsertionPoint(op), op.location:
+            t = ir.MemRefType(ir.Type.parse(f"memref<{channels}xf32>"))
+            scale = dialects.memref.AllocaOp(t, [], [], alignment=64).result
+            shift = dialects.memref.AllocaOp(t, [], [], alignment=64).result
+            ir.Operation.create("func.call", results=[],
+                                operands=[*folded.values, scale, shift],
+                                attributes={"callee": ir.FlatSymbolRefAttr.get(folded.name)})
+        return folded.code, [scale, shift, *folded.rest]
+
+    def _replace_with_panel(self, op: Operation, name: str, panel: str,
+                            extras: list[ir.Value]) -> None:
         """`op` -> `func.call @name(X, W, O, P)` with P a new buffer of type `panel` (only
         touched when the kernel uses it: malloc hands out untouched pages)."""
         with InsertionPoint(op), op.location:
@@ -367,7 +443,7 @@ class ConvKernels(ModulePass):
                                              alignment=64).result
         block_ops = [o.operation for o in op.block.operations]
         after = block_ops[position(block_ops, op) + 1]
-        replace_with_call(op, name, [*op.operands, buffer])
+        replace_with_call(op, name, [*op.operands, buffer, *extras])
         if self.dealloc:  # after the deallocation pipeline: free it here
             with InsertionPoint(after), after.location:
                 dialects.memref.DeallocOp(buffer)

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from accel.ir import InsertionPoint, Operation, ir
+from accel.passes._epilogue_code import EpilogueCode
 from accel.passes._frozen_weights import (
     frozen_weight_sites,
     repack_guard,
@@ -382,52 +383,65 @@ def _plan(module: Operation, spec: GemmSpec, tiles: Tiles, parallel_min: int | N
 
 def _add_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
                 known: set[str], parallel_min: int | None = None, direct: bool = False,
-                epilogue: Epilogue | None = None, plan: _Plan | None = None) -> str:
+                epilogue: Epilogue | None = None, plan: _Plan | None = None,
+                chain: EpilogueCode | None = None) -> str:
     """The kernel's symbol, adding its private functions to `module` on first use (and the
     declaration of `accel_parallel_for` when it runs in parallel), as `_plan` chooses it.
     An `epilogue` (`fold_zero_fill`) starts from zero; on unpacked kernels it may also
-    scale and write row maxima, packed ones take only the zero start (`Epilogue()`)."""
+    scale and write row maxima, packed ones take only the zero start (`Epilogue()`) and,
+    with it, an elementwise `chain` in the last K block's write-back (`render_gemm`)."""
     if plan is None:  # `plan`: what `_plan` gave the caller for these same arguments
         plan = _plan(module, spec, tiles, parallel_min, direct)
     tiles, split = plan.tiles, plan.split
     name = _kernel_name(spec, tiles, split) + \
         ("_dc" if plan.copy_b else "_d" if plan.direct else "") + \
-        (epilogue.suffix if epilogue is not None else "")
+        (epilogue.suffix if epilogue is not None else "") + epilogue_suffix(chain)
     if name in known:
         return name
     if plan.direct:
+        if chain is not None:
+            raise ValueError("unpacked GEMM kernels take no elementwise chain")
         _move_new_funcs(module, render_direct_gemm(spec, tiles, name, plan.copy_b, epilogue),
                         known)
         return name
     assert epilogue is None or epilogue == Epilogue(), "packed kernels only start from zero"
     text = render_gemm(spec, tiles, name, dealloc=dealloc, split=split,
-                       zero_start=epilogue is not None)
+                       zero_start=epilogue is not None, epilogue=chain)
     if split is not None:  # every parallel kernel's text needs it to verify on its own
         text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
     _move_new_funcs(module, text, known)
     return name
 
 
+def epilogue_suffix(code: EpilogueCode | None) -> str:
+    """A kernel name's mark for an elementwise chain in its write-back (none without)."""
+    return "" if code is None else "_e" + hashlib.sha1(repr(code).encode()).hexdigest()[:8]
+
+
 def add_prepacked_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,
                          known: set[str], parallel_min: int | None = None,
-                         zero_start: bool = False) -> tuple[str, str, str]:
+                         zero_start: bool = False, chain: EpilogueCode | None = None
+                         ) -> tuple[str, str, str]:
     """(kernel, prepack function, packed A's type) for `spec` with A packed once
     (`render_prepack`): `@kernel(PA, B, C)` is the packed kernel `_add_kernel` would
     give, minus its packing of A; `@prepack(A, PA)` fills PA. Added to `module` on first
-    use."""
+    use. `chain` (with `zero_start`): the elementwise chain the last K block applies, its
+    inputs after C (`epilogue_params`)."""
     plan = _plan(module, spec, tiles, parallel_min, direct=False)
     tiles, split = plan.tiles, plan.split
-    name = _kernel_name(spec, tiles, split) + ("_paz" if zero_start else "_pa")
+    base = _kernel_name(spec, tiles, split) + ("_paz" if zero_start else "_pa")
+    name = base + epilogue_suffix(chain)
     pa_t = prepacked_a_type(spec, tiles)
     if name not in known:
         text = render_gemm(replace(spec, a_type=pa_t), tiles, name, dealloc=dealloc,
-                           split=split, zero_start=zero_start, a_prepacked=True)
+                           split=split, zero_start=zero_start, a_prepacked=True,
+                           epilogue=chain)
         if split is not None:
             text = text.replace("module {", "module {\n" + PARALLEL_FOR_DECL, 1)
         _move_new_funcs(module, text, known)
-    if f"{name}_prepack" not in known:
-        _move_new_funcs(module, render_prepack(spec, tiles, f"{name}_prepack", "a"), known)
-    return name, f"{name}_prepack", pa_t
+    if f"{base}_prepack" not in known:  # one for every chain
+        _move_new_funcs(module, render_prepack(spec, tiles, f"{base}_prepack", "a"), known)
+    return name, f"{base}_prepack", pa_t
 
 
 def add_prepacked_b_kernel(module: Operation, spec: GemmSpec, tiles: Tiles, dealloc: bool,

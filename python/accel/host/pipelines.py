@@ -82,6 +82,10 @@ CONV_KERNELS = "accel-conv-kernels"
 #: ...with `freeze_weights`, a conv on a frozen parameter reads a copy packed once
 #: (passes/_frozen_weights.py): packing 4 MB of ResNet-50's 2048 x 512 weight on every call
 #: took 30% of that layer's time at 1 thread.
+#: ...its `fuse-epilogue` (BatchNorm, residual add and ReLU in the kernels' write-back,
+#: passes/_conv_epilogue.py) stays off: ResNet-50 measured 2-4% slower with it at 1 and 2
+#: threads on the AVX2 host (session 21, docs/cpu-codegen.md); tests turn this on.
+CONV_EPILOGUE = False
 
 #: Goes before AFFINE_FUSION at opt_level >= 1: large static f32 matmuls become calls to
 #: packed, register-tiled vector GEMM kernels (docs/cpu-codegen.md) before linalg turns
@@ -216,9 +220,13 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
                 else p for p in fuse]
     at = BUFFERIZE.index(DEALLOCATE_MARK)
     middle = [p for p in (CONV_KERNELS, MATMUL_KERNELS) if lookup_pass(p) is not None]
+    extra = {CONV_KERNELS: [], MATMUL_KERNELS: []}
     if opts.get("freeze_weights"):  # frozen conv weights packed once, not per call
-        middle = [p + "{prepack-weights=true}" if p in (CONV_KERNELS, MATMUL_KERNELS) else p
-                  for p in middle]
+        extra[CONV_KERNELS].append("prepack-weights=true")
+        extra[MATMUL_KERNELS].append("prepack-weights=true")
+    if CONV_EPILOGUE:
+        extra[CONV_KERNELS].append("fuse-epilogue=true")
+    middle = [p + "{" + " ".join(extra[p]) + "}" if extra[p] else p for p in middle]
     if not opts["disable_affine_fusion"]:
         middle += AFFINE_FUSION
         if lookup_pass(PARALLEL_LOOPS.split("{", 1)[0]) is not None:
