@@ -27,7 +27,7 @@ f32 constants. The kernel call moves to the last generic's place, so every op in
 must be free of memory effects or write only buffers allocated in the function that the
 conv does not read and no chain generic read before it (BatchNorm's per-channel
 `1/sqrt(var + eps)` is computed there). The chain stops at the first generic that fails a
-guard; what it kept still applies. A leading run of per-channel `+ - * /` steps (BatchNorm)
+guard; what it kept still applies. A leading run of per-channel `+ - *` steps (BatchNorm)
 becomes one `x * S + T` (`fold_affine_prefix`).
 
 Measured (session 21, 2-core AMD EPYC, AVX2, frozen weights, one process, variants in
@@ -286,7 +286,8 @@ def apply_chain(ep: ConvEpilogue, conv: Operation) -> None:
 
 # -- per-channel affine prefix ---------------------------------------------------------------
 
-_AFFINE = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf")
+#: Steps folded into x * S + T. Not divf: x / 0 is inf, and (1/0, 0/0) would make it NaN.
+_AFFINE = ("arith.addf", "arith.subf", "arith.mulf")
 
 
 def _affine_step(stage: tuple, extras: tuple[Extra, ...]) -> tuple[str, Ref] | None:
@@ -327,7 +328,9 @@ def fold_affine_prefix(ep: ConvEpilogue, channels: int) -> AffinePrefix | None:
     + beta), each a load of a channel's value, a broadcast and an op per vector written:
     as one multiply-add the write-back costs less than the nest it replaces. None when
     fewer than two steps lead the chain. Rounding differs from the steps one by one
-    (x*(r*g) + (b - m*r*g) against ((x - m)*r)*g + b), as in every BatchNorm folding."""
+    (x*(r*g) + (b - m*r*g) against ((x - m)*r)*g + b), as in every BatchNorm folding, and
+    an infinite factor (a zero variance with eps = 0) gives NaN where the steps give
+    +-inf: one reason the option is off by default."""
     code = ep.code
     prefix = []
     for stage in code.stages:
@@ -361,7 +364,7 @@ def fold_affine_prefix(ep: ConvEpilogue, channels: int) -> AffinePrefix | None:
 def _render_prefix(name: str, prefix: list[tuple[str, Ref]], extras: list[Extra],
                    used: list[int], channels: int) -> str:
     """`@name(used extras..., %S, %T)`: per channel, a = 1, b = 0 through the steps
-    (`+ p`: b += p; `- p`: b -= p; `* p`: a *= p, b *= p; `/ p`: a /= p, b /= p)."""
+    (`+ p`: b += p; `- p`: b -= p; `* p`: a *= p, b *= p)."""
     at = {k: i for i, k in enumerate(used)}
     params = [f"%E{i}: {ex.type}" for i, ex in enumerate(extras)]
     lines = ["module {",

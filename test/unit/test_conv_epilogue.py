@@ -218,3 +218,61 @@ def test_write_back_on_every_tile(ctx, threads, options):
     conv = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2)
     want = torch.relu(conv * torch.from_numpy(s)[:, None, None] + torch.from_numpy(skip))
     np.testing.assert_allclose(out, want.numpy(), rtol=RTOL, atol=ATOL)
+
+
+_DIV_MLIR = """
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @conv(%x: memref<1x16x10x10xf32>, %w: memref<16x16x3x3xf32>, %s: memref<16xf32>,
+                %t: memref<16xf32>, %out: memref<1x16x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<1x16x8x8xf32>
+  %a = memref.alloc() : memref<1x16x8x8xf32>
+  %r = memref.alloc() : memref<1x16x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x16x8x8xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>,
+                            strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : memref<1x16x10x10xf32>, memref<16x16x3x3xf32>)
+    outs(%o : memref<1x16x8x8xf32>)
+  linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel",
+                  "parallel", "parallel"]}
+      ins(%o, %s : memref<1x16x8x8xf32>, memref<16xf32>) outs(%a : memref<1x16x8x8xf32>) {
+  ^bb0(%in: f32, %v: f32, %unused: f32):
+    %q = arith.divf %in, %v : f32
+    linalg.yield %q : f32
+  }
+  linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel",
+                  "parallel", "parallel"]}
+      ins(%a, %t : memref<1x16x8x8xf32>, memref<16xf32>) outs(%r : memref<1x16x8x8xf32>) {
+  ^bb0(%in: f32, %v: f32, %unused: f32):
+    %y = arith.addf %in, %v : f32
+    linalg.yield %y : f32
+  }
+  memref.copy %r, %out : memref<1x16x8x8xf32> to memref<1x16x8x8xf32>
+  return
+}
+"""
+
+
+def test_division_by_zero_channels_stays_inf(ctx):
+    """x / s[f] + t[f] with some s[f] = 0: +-inf as the steps give (a division is not
+    folded into x * S + T, where 1/0 and 0/0 would make it NaN)."""
+    from accel.ir import Module
+
+    module = Module.parse(_DIV_MLIR)
+    run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=8 fuse-epilogue=true})")
+    text = str(module)
+    assert "linalg.generic" not in text and "accel_chan_affine" not in text
+    compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 1})
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 16, 10, 10), dtype=np.float32)
+    w = rng.standard_normal((16, 16, 3, 3), dtype=np.float32)
+    s = rng.uniform(0.5, 2.0, 16).astype(np.float32)
+    s[[2, 9]] = 0.0
+    t = rng.standard_normal(16, dtype=np.float32)
+    out = np.zeros((1, 16, 8, 8), dtype=np.float32)
+    compiled["conv"](x, w, s, t, out)
+    conv = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w))
+    want = (conv / torch.from_numpy(s)[:, None, None] + torch.from_numpy(t)[:, None, None])
+    assert np.isinf(out[0, 2]).all() and np.isinf(out[0, 9]).all()
+    np.testing.assert_allclose(out, want.numpy(), rtol=RTOL, atol=ATOL)
