@@ -55,6 +55,9 @@ _PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", 
 #: Ops between the conv and its chain's generics with no memory effects.
 _PURE = ("memref.alloc", "memref.alloca", "memref.expand_shape", "memref.collapse_shape",
          "memref.subview", "memref.cast", "memref.get_global", "memref.reinterpret_cast")
+#: The map of the output, the chain value and a residual.
+_IDENTITY = "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"
+
 
 @dataclass
 class ConvEpilogue:
@@ -76,7 +79,7 @@ def _extra_kind(t: ir.MemRefType, m: ir.AffineMap, out: ir.MemRefType
     """("full" | "channel" | "scalar", index template) of an input read through `m`."""
     if m.n_dims != 4 or not t.has_static_shape or not isinstance(t.element_type, ir.F32Type):
         return None
-    if str(m) == "(d0, d1, d2, d3) -> (d0, d1, d2, d3)":
+    if str(m) == _IDENTITY:
         strides, offset = t.get_strides_and_offset()
         dense = list(t.shape) == list(out.shape) and offset == 0 and \
             list(strides) == [out.shape[1] * out.shape[2] * out.shape[3],
@@ -138,7 +141,7 @@ class _Builder:
         if any("parallel" not in str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])):
             return None
         out = g.operands[n_in]
-        if out.type != self.out or str(maps[n_in]) != "(d0, d1, d2, d3) -> (d0, d1, d2, d3)":
+        if out.type != self.out or str(maps[n_in]) != _IDENTITY:
             return None
         block = g.regions[0].blocks[0]
         args = list(block.arguments)
@@ -148,7 +151,7 @@ class _Builder:
         for i in range(n_in):
             v = g.operands[i]
             if v == cur:
-                if str(maps[i]) != "(d0, d1, d2, d3) -> (d0, d1, d2, d3)":
+                if str(maps[i]) != _IDENTITY:
                     return None
                 refs[args[i]] = ("cur",)
                 continue
@@ -206,10 +209,9 @@ def _writes(op: Operation) -> list[ir.Value] | None:
     return None
 
 
-def collect_chain(conv: Operation, residual: bool = True) -> ConvEpilogue | None:
+def collect_chain(conv: Operation) -> ConvEpilogue | None:
     """The elementwise chain after `conv` (a conv writing its output, no fill before it),
-    as in the module docstring, or None when not even its first generic qualifies. Without
-    `residual`, the chain stops at the first generic with an input of the output's shape."""
+    as in the module docstring, or None when not even its first generic qualifies."""
     out = conv.operands[2]
     out_t = out.type
     if not is_fresh(out) or not isinstance(out_t, ir.MemRefType):
@@ -238,8 +240,7 @@ def collect_chain(conv: Operation, residual: bool = True) -> ConvEpilogue | None
         saved = (list(build.extras), list(build.values))
         stage = build.stage(g, cur)
         nxt = g.operands[len(g.operands) - 1]
-        if stage is None or not is_fresh(nxt) or defining_op(nxt).block != conv.block or \
-                not residual and any(e.kind == "full" for e in build.extras):
+        if stage is None or not is_fresh(nxt) or defining_op(nxt).block != conv.block:
             build.extras, build.values = saved
             break
         stages.append(stage)
