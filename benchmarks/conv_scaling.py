@@ -1,8 +1,9 @@
-"""Where ResNet-18's time goes at 1 thread and at all cores: each distinct conv layer
-(conv + BatchNorm + ReLU, batch 1, as in the model) and the whole model, for accel, eager
-and onnxruntime, in one process.
+"""Where ResNet-18's (or ResNet-50's) time goes at 1 thread and at all cores: each distinct
+conv layer (conv + BatchNorm + ReLU, batch 1, as in the model) and the whole model, for
+accel, eager and onnxruntime, in one process.
 
     .venv/bin/python benchmarks/conv_scaling.py --threads 16 1 --json out.json
+    .venv/bin/python benchmarks/conv_scaling.py --model resnet50 --freeze-weights --threads 1
 
 Why: on a 16-core Xeon ResNet-18 inference got 2.9x from 16 cores against onnxruntime's
 8.5x (docs/benchmarks.md); this splits that gap by layer, weighted by how often the layer
@@ -44,6 +45,35 @@ LAYERS = [
     ("l4_3x3_512", 512, 512, 3, 1, 7, 3),
     ("l4_1x1s2_512", 256, 512, 1, 2, 14, 1),
 ]
+
+#: ResNet-50's distinct conv layers (torchvision v1.5: the stride on the 3x3), same columns.
+#: Most of its time is in the 1x1 convs, which run as GEMMs.
+LAYERS50 = [
+    ("conv1_7x7s2", 3, 64, 7, 2, 224, 1),
+    ("l1_1x1_64_64", 64, 64, 1, 1, 56, 1),
+    ("l1_1x1_256_64", 256, 64, 1, 1, 56, 2),
+    ("l1_3x3_64", 64, 64, 3, 1, 56, 3),
+    ("l1_1x1_64_256", 64, 256, 1, 1, 56, 4),
+    ("l2_1x1_256_128", 256, 128, 1, 1, 56, 1),
+    ("l2_3x3s2_128", 128, 128, 3, 2, 56, 1),
+    ("l2_1x1_128_512", 128, 512, 1, 1, 28, 4),
+    ("l2_1x1s2_256_512", 256, 512, 1, 2, 56, 1),
+    ("l2_1x1_512_128", 512, 128, 1, 1, 28, 3),
+    ("l2_3x3_128", 128, 128, 3, 1, 28, 3),
+    ("l3_1x1_512_256", 512, 256, 1, 1, 28, 1),
+    ("l3_3x3s2_256", 256, 256, 3, 2, 28, 1),
+    ("l3_1x1_256_1024", 256, 1024, 1, 1, 14, 6),
+    ("l3_1x1s2_512_1024", 512, 1024, 1, 2, 28, 1),
+    ("l3_1x1_1024_256", 1024, 256, 1, 1, 14, 5),
+    ("l3_3x3_256", 256, 256, 3, 1, 14, 5),
+    ("l4_1x1_1024_512", 1024, 512, 1, 1, 14, 1),
+    ("l4_3x3s2_512", 512, 512, 3, 2, 14, 1),
+    ("l4_1x1_512_2048", 512, 2048, 1, 1, 7, 3),
+    ("l4_1x1s2_1024_2048", 1024, 2048, 1, 2, 14, 1),
+    ("l4_1x1_2048_512", 2048, 512, 1, 1, 7, 2),
+    ("l4_3x3_512", 512, 512, 3, 1, 7, 2),
+]
+MODELS = {"resnet18": LAYERS, "resnet50": LAYERS50}
 
 
 def layer(cin: int, cout: int, k: int, stride: int, side: int,
@@ -92,13 +122,13 @@ def eltwise() -> tuple[Any, tuple[Any, ...]]:
 
 
 def measure(model: Any, inputs: tuple[Any, ...], threads: list[int], seconds: float,
-            frameworks: list[str]) -> dict[str, Any]:
+            frameworks: list[str], freeze: bool = False) -> dict[str, Any]:
     import accel
     import torch
 
     with torch.no_grad():
         want = model(*inputs)
-        fn = accel.compile(model, inputs, options={"cache": False})
+        fn = accel.compile(model, inputs, options={"cache": False, "freeze_weights": freeze})
         err = float((fn(*inputs) - want).abs().max())
         out: dict[str, Any] = {"max_abs_err": err, "ms": {}}
         for t in threads:
@@ -132,27 +162,35 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.5,
                         help="timing per layer, framework set and thread count")
     parser.add_argument("--layers", nargs="*", default=None,
-                        help="layer names, `resnet18` and `eltwise` (default: all layers, "
+                        help="layer names, the model's name and `eltwise` (default: all layers, "
                         "then the whole model)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="resnet18",
+                        help="whose distinct conv layers to time (and the whole model)")
     parser.add_argument("--plain", action="store_true", help="convs without BatchNorm/ReLU")
+    parser.add_argument("--freeze-weights", action="store_true",
+                        help="compile accel with freeze_weights (weights packed once, as "
+                        "onnxruntime does)")
     parser.add_argument("--frameworks", nargs="+", default=["accel", "eager", "ort"],
                         choices=["accel", "eager", "ort"])
     parser.add_argument("--json", default=os.path.join(HERE, "results", "conv_scaling.json"))
     args = parser.parse_args()
-    known = [row[0] for row in LAYERS] + ["resnet18", "eltwise"]
+    table = MODELS[args.model]
+    known = [row[0] for row in table] + [args.model, "eltwise"]
     unknown = [name for name in args.layers or [] if name not in known]
     if unknown:
         parser.error(f"unknown layer {unknown[0]!r} (known: {', '.join(known)})")
     from benchmarks import zoo_models
 
-    doc: dict[str, Any] = {"host": host_info(), "threads": args.threads, "results": {}}
-    chosen = [row for row in LAYERS if args.layers is None or row[0] in args.layers]
+    doc: dict[str, Any] = {"host": host_info(), "threads": args.threads, "model": args.model,
+                           "results": {},
+                           "freeze_weights": args.freeze_weights}
+    chosen = [row for row in table if args.layers is None or row[0] in args.layers]
     jobs: list[tuple[str, int, Any]] = [
         (name, count, lambda r=(cin, cout, k, s, side): layer(*r, plain=args.plain))
         for name, cin, cout, k, s, side, count in chosen]
-    if args.layers is None or "resnet18" in args.layers:
-        jobs.append(("resnet18", 1, lambda: (lambda b: (b.model, b.inputs(0)))(
-            zoo_models.ZOO["resnet18"]("full"))))
+    if args.layers is None or args.model in args.layers:
+        jobs.append((args.model, 1, lambda: (lambda b: (b.model, b.inputs(0)))(
+            zoo_models.ZOO[args.model]("full"))))
     if args.layers and "eltwise" in args.layers:
         jobs.append(("eltwise", 1, eltwise))
     fw = args.frameworks
@@ -160,7 +198,8 @@ def main() -> None:
     print(f"{'layer':14} x  " + "  ".join(f"{h:>11}" for h in heads), flush=True)
     for name, count, make in jobs:
         model, inputs = make()
-        r = measure(model, inputs, args.threads, args.seconds, args.frameworks)
+        r = measure(model, inputs, args.threads, args.seconds, args.frameworks,
+                    args.freeze_weights)
         r["count"] = count
         doc["results"][name] = r
         ms = r["ms"]

@@ -21,24 +21,40 @@
 // PAR:         vector.fma
 
 // A static f32 matmul becomes a call to a private packed GEMM kernel: B and A packed into
-// zero-padded panels, a 6x16 micro-kernel of vector<8xf32> FMAs (12 accumulators).
+// zero-padded panels, a 6x16 micro-kernel of vector<8xf32> FMAs (12 accumulators). M = 64
+// past MC = 48 runs as two equal M blocks of 36 rows (6 panels of 6), not 48 + 16.
 // CHECK-LABEL: func.func @matmul
 // CHECK-NOT:   linalg.matmul
 // CHECK:       call @[[K:accel_gemm_64x96x80_nn_[0-9a-f]+]](%arg0, %arg1, %arg2) : (memref<64x80xf32>, memref<80x96xf32>, memref<64x96xf32>) -> ()
 // CHECK:       func.func private @[[K]](%{{.*}}: memref<64x80xf32>, %{{.*}}: memref<80x96xf32>, %{{.*}}: memref<64x96xf32>)
 // CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<6x64x16xf32>
-// CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<8x64x6xf32>
+// CHECK-DAG:   memref.alloc() {alignment = 64 : i64} : memref<6x64x6xf32>
+// Two M blocks share each packed B block: B keeps NC = 256 columns per block.
+// CHECK:       scf.for %{{.*}} = %c0 to %c96 step %c256 {
 // The C tile's lines are prefetched (for writing) before the k loop that accumulates it.
 // CHECK:       memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}], write, locality<3>, data : memref<64x96xf32>
 // The next row tile's A panel is prefetched (for reading) inside the k loop.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK:         memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], read, locality<3>, data : memref<8x64x6xf32>
+// CHECK:         memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], read, locality<3>, data : memref<6x64x6xf32>
 // CHECK:         vector.load
 // CHECK:         vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK:         vector.fma %{{.*}} : vector<8xf32>
 // CHECK-NOT:   memref.dealloc
 func.func @matmul(%a: memref<64x80xf32>, %b: memref<80x96xf32>, %c: memref<64x96xf32>) {
   linalg.matmul ins(%a, %b : memref<64x80xf32>, memref<80x96xf32>) outs(%c : memref<64x96xf32>)
+  return
+}
+
+// -----
+
+// M within MC (40 <= 48): the one M block reads each packed B block once, so B is packed
+// in blocks of MC columns rounded to NR (48, half of L2 like A's), not NC = 256.
+// CHECK-LABEL: func.func @one_m_block
+// CHECK:       func.func private @accel_gemm_40x300x70_nn_{{[0-9a-f]+}}(
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<3x64x16xf32>
+// CHECK:         scf.for %{{.*}} = %c0 to %c300 step %c48 {
+func.func @one_m_block(%a: memref<40x70xf32>, %b: memref<70x300xf32>, %c: memref<40x300xf32>) {
+  linalg.matmul ins(%a, %b : memref<40x70xf32>, memref<70x300xf32>) outs(%c : memref<40x300xf32>)
   return
 }
 

@@ -52,6 +52,16 @@ def ctx():
 
 
 @pytest.fixture
+def threads():
+    """Sets the JIT's thread count for a test and restores it after."""
+    from accel.host import parallel
+
+    before = parallel.num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(before)
+
+
+@pytest.fixture
 def fresh_dynamo() -> Iterator[None]:
     """Dynamo's compiled graphs dropped before and after the test, and the accel backend's
     once-per-reason warnings re-armed (a test sees its own warnings)."""

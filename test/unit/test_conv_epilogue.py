@@ -29,16 +29,6 @@ def epilogue(monkeypatch):
     monkeypatch.setattr(pipelines, "CONV_EPILOGUE", True)
 
 
-@pytest.fixture
-def threads():
-    """Sets the JIT's thread count for a test and restores it after."""
-    from accel.host import parallel
-
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
 def _bn(c: int) -> nn.BatchNorm2d:
     """A BatchNorm with running statistics far from the identity."""
     bn = nn.BatchNorm2d(c)

@@ -26,16 +26,6 @@ torch = pytest.importorskip("torch")
 RTOL, ATOL = 1e-4, 1e-4
 
 
-@pytest.fixture
-def threads():
-    """Sets the JIT's thread count for a test and restores it after."""
-    from accel.host import parallel
-
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
 def _compile(model: torch.nn.Module, x: torch.Tensor) -> tuple[accel.CompiledModule, str]:
     """(accel.compile at opt_level 1, the IR after bufferization)."""
     with phases.recording(keep_ir=True) as rec:

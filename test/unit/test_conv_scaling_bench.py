@@ -36,3 +36,18 @@ def test_unknown_layer_is_a_one_line_error(monkeypatch, capsys) -> None:
     assert exit_info.value.code != 0
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "unknown layer 'l9_3x3'" in err and "l4_3x3_512" in err
+
+
+def test_resnet50_layer_frozen(tmp_path, monkeypatch) -> None:
+    """`--model resnet50` times ResNet-50's own layers; `--freeze-weights` is recorded."""
+    out = tmp_path / "scaling50.json"
+    monkeypatch.setattr(sys, "argv", [
+        "conv_scaling.py", "--model", "resnet50", "--layers", "l4_1x1_2048_512",
+        "--threads", "1", "--seconds", "0.01", "--frameworks", "accel", "--freeze-weights",
+        "--json", str(out)])
+    conv_scaling.main()
+    record = json.loads(out.read_text())
+    assert record["model"] == "resnet50" and record["freeze_weights"] is True
+    layer = record["results"]["l4_1x1_2048_512"]
+    assert layer["count"] == 2 and layer["max_abs_err"] < 1e-3
+    assert layer["ms"]["1"]["accel"] > 0

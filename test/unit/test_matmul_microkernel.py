@@ -347,16 +347,6 @@ def test_bad_options(ctx):
 
 
 # -- multi-threaded kernels (accel_parallel_for, python/accel/host/parallel.py) ----------
-@pytest.fixture
-def threads():
-    """Sets the JIT's thread count for a test and restores it after."""
-    from accel.host import parallel
-
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
 def _parallel_ir(source: str) -> str:
     with phases.recording(keep_ir=True) as rec:
         accel.compile_mlir(source, {"cache": False})

@@ -21,7 +21,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch  # noqa: F401 - loads the OpenMP runtime these tests use
-from accel.host import openmp, parallel
+from accel.host import openmp
 from accel.llvm import engine as llvmx
 from test_parallel import _LOOP, _compile, wait_child
 
@@ -70,13 +70,6 @@ define void @run(ptr %ctx, i64 %n) {
 def default_mode(monkeypatch):
     """These tests are about the default (a suite run with ACCEL_THREAD_POOL set too)."""
     monkeypatch.delenv("ACCEL_THREAD_POOL", raising=False)
-
-
-@pytest.fixture
-def threads():
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
 
 
 @pytest.fixture

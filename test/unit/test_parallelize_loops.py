@@ -5,7 +5,7 @@ loops with a loop-carried dependence stay serial."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import accel
 import numpy as np
@@ -16,16 +16,6 @@ from accel.host import pipelines as cpu
 from samples import wrapped  # noqa: E402
 
 PASS = "accel-parallelize-loops"
-
-
-@pytest.fixture
-def threads() -> Iterator[Callable[[int], None]]:
-    """Sets the JIT's thread count for a test and restores it after."""
-    from accel.host import parallel
-
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
 
 
 def _compile(model: torch.nn.Module, *args: torch.Tensor,

@@ -199,16 +199,6 @@ def test_model_zoo_transformers(name: str) -> None:
 
 
 # --- batch x heads across threads (accel_parallel_for) ----------------------------------
-@pytest.fixture
-def threads():
-    """Sets the JIT's thread count for a test and restores it after."""
-    from accel.host import parallel
-
-    before = parallel.num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(before)
-
-
 @pytest.mark.parametrize("count", [1, 2, 3])
 @pytest.mark.parametrize("fn,shape,mask_shape", [
     (sdpa_causal, (2, 3, 37, 8), None),
