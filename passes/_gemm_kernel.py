@@ -32,6 +32,9 @@ from accel.passes._parallel_abi import PARALLEL_FOR_DECL, fork_join
 L2_B_BLOCK = True
 #: M past MC: blocks of equal size, or one block when M overshoots MC a little (`_m_block`).
 BALANCED_M_BLOCKS = True
+#: A row-major B packed row by row (`_pack_b_rows`), PACK_B_GROUP panels at a time.
+PACK_B_ROWS = True
+PACK_B_GROUP = 8
 
 
 @dataclass(frozen=True)
@@ -347,6 +350,60 @@ def _pack_a(e: _Emitter, spec: GemmSpec, t: Tiles, a_at: Callable[[str, str], st
     e.close()
 
 
+def _pack_b_rows(e: _Emitter, t: Tiles, b_at: Callable[[str, str], str], np_: str,
+                 n_hi: str, kc: str, kcp: str, bp_t: str) -> None:
+    """`_pack_b` for a row-major B, row by row: each k row's columns of the block are read
+    in one contiguous run and dealt out NR floats per panel. Panel by panel, each k step
+    read one cache line a row stride away (a 1x1 conv's B is its input, C x H*W: 12.5 KB
+    apart at 56x56), which the prefetchers do not follow; the last, partial panel is
+    packed column by column, zero past N."""
+    c0, c1 = e.c(0), e.c(1)
+    nvec = t.nr // t.vl
+    f32v = f"vector<{t.vl}xf32>"
+    full = e.op(f"arith.divui {e.sub(n_hi, '%jc')}, {e.c(t.nr)} : index")
+    nf = e.min(full, np_)
+    e.open_for("%jg", c0, nf, e.c(PACK_B_GROUP))
+    g_hi = e.min(e.add("%jg", e.c(PACK_B_GROUP)), nf)
+    e.open_for("%p", c0, kc, c1)
+    k = e.add("%pc", "%p")
+    e.open_for("%jr", "%jg", g_hi, c1)
+    n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
+    for j in range(nvec):
+        n = e.add(n0, e.c(j * t.vl)) if j else n0
+        v = e.op(f"vector.load {b_at(k, n)}, {f32v}")
+        e.emit(f"vector.store {v}, %Bp[%jr, %p, {e.c(j * t.vl)}] : {bp_t}, {f32v}")
+    e.close()
+    e.close()
+    e.close()
+    e.open_for("%jr", nf, np_, c1)  # at most one partial panel
+    n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
+    nv = e.sub(n_hi, n0)
+    e.open_for("%j", c0, e.c(t.nr), c1)
+    inside = e.cmp("slt", "%j", nv)
+    e.emit(f"scf.if {inside} {{")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    k = e.add("%pc", "%p")
+    n = e.add(n0, "%j")
+    v = e.op(f"memref.load {b_at(k, n)}")
+    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close(" else {")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    e.emit(f"memref.store %zero, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close()
+    e.close()
+    e.close()
+    e.open_for("%jr", c0, np_, c1)  # k past the block's end: zero rows
+    e.open_for("%p", kc, kcp, c1)
+    for j in range(nvec):
+        e.emit(f"vector.store %zv, %Bp[%jr, %p, {e.c(j * t.vl)}] : {bp_t}, {f32v}")
+    e.close()
+    e.close()
+
+
 def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], str], np_: str,
             n_hi: str, kc: str, kcp: str, bp_t: str) -> None:
     """Bp[jr, p, j] = B[%pc + p, %jc + jr*NR + j] for the `np_` column panels of the N block
@@ -354,6 +411,9 @@ def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], st
     c0, c1 = e.c(0), e.c(1)
     nvec = t.nr // t.vl
     f32v = f"vector<{t.vl}xf32>"
+    if not spec.trans_b and PACK_B_ROWS:
+        _pack_b_rows(e, t, b_at, np_, n_hi, kc, kcp, bp_t)
+        return
     e.open_for("%jr", c0, np_, c1)
     n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
     nfull = e.cmp("sle", e.add(n0, e.c(t.nr)), n_hi)

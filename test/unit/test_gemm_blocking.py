@@ -129,3 +129,32 @@ def test_pointwise_convs_match_eager(freeze, count):
         fn = accel.compile(model, (x,), options={"cache": False, "freeze_weights": freeze,
                                                  "num_threads": count})
         torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_row_major_b_packed_row_by_row(monkeypatch):
+    """A row-major B is packed PACK_B_GROUP panels at a time, row by row (contiguous reads
+    along N); a transposed B (nn.Linear's N x K weight) keeps its 8 x 8 block packing."""
+    text = render_gemm(_spec(64, 3136, 256), AVX2, "g", zero_start=True)
+    assert re.search(rf"scf.for %jg = \S+ to \S+ step %c{gk.PACK_B_GROUP} ", text)
+    spec_t = GemmSpec(m=64, n=300, k=256, a_type="memref<64x256xf32>",
+                      b_type="memref<300x256xf32>", c_type="memref<64x300xf32>",
+                      trans_b=True)
+    assert "%jg" not in render_gemm(spec_t, AVX2, "g", zero_start=True)
+    monkeypatch.setattr(gk, "PACK_B_ROWS", False)
+    assert "%jg" not in render_gemm(_spec(64, 3136, 256), AVX2, "g", zero_start=True)
+
+
+@pytest.mark.parametrize("group", [1, 3, 8])
+def test_row_packing_groups_match_numpy(monkeypatch, threads, group):
+    """Groups that do not divide the full panels, a partial last panel, several K and N
+    blocks, 2 threads."""
+    monkeypatch.setattr(gk, "PACK_B_GROUP", group)
+    _with_pass(monkeypatch, "kc=64 mc=48 nc=256 parallel-min-flops=0 direct=false")
+    threads(2)
+    m, n, k = 70, 215, 150
+    rng = np.random.default_rng(group)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    compiled = accel.compile_mlir(_matmul(m, n, k), {"cache": False})
+    np.testing.assert_allclose(compiled.invoke("mm", a, b), a.astype(np.float64) @ b,
+                               rtol=RTOL, atol=ATOL)
