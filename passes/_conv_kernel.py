@@ -23,8 +23,9 @@ padded, NCHW; W FCHW; O NFHW), without im2col:
 
 The accumulators are vectors over output channels (as oneDNN's blocked kernels), so every
 output size, stride and dilation runs full vectors: positions are the flattened OH*OW,
-the input read per position is a scalar broadcast. The write-back is scalar, PT*FB adds
-per C*KH*KW*FV*PT vector FMAs. Items (image, filter block, group of tiles; about ITEMS of
+the input read per position is a scalar broadcast. The write-back transposes the tile in
+registers, 8 x 8 blocks (`_write_back`; the last tile of an item element by element), PT*FB
+stores per C*KH*KW*FV*PT vector FMAs. Items (image, filter block, group of tiles; about ITEMS of
 them) run across threads with `parallel` (`accel_parallel_for` through `@name_entry`,
 `@name_body`); each body call packs a filter block's weights into its own panel, or, for
 large filter blocks when the threads outnumber the blocks, reads them from a panel of all
@@ -100,6 +101,9 @@ def tile_cost(spec: ConvSpec, vl: int, fv: int, pt: int) -> float:
 #: AVX-512, 1 thread; the earlier version, which added each block's sums into O, was
 #: 1.1-1.3x slower on the AMD host).
 CHANNEL_BLOCK_BYTES = 0
+#: With 16 lanes (AVX-512) too, the write-back goes through registers: each accumulator's
+#: two 8-filter halves through the 8 x 8 transposes AVX2 uses (`_write_back`).
+REGISTER_WRITE_BACK_16 = True
 #: Windows of more taps than this run a loop over their rows (the columns unrolled)
 #: instead of every tap unrolled: ViT's 16x16 patch embedding (256 taps) made 3 s of
 #: the 8.5 s compile of the zoo's quick ViT.
@@ -153,38 +157,53 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
     """The tile's accumulators `res` into O (`=` with `store`, else `+=`); with
     `epilogue` (store only) each value goes through the chain first (passes/_conv_epilogue.py).
 
-    With 8 lanes and PT <= 8, a tile followed by another of its item (the same thread,
-    later) and 8 positions left in the map goes through registers: per filter vector, an
-    8 x 8 transpose of its PT accumulators (zeros for the rest) gives each filter's PT
-    outputs as one vector, written (or added) as 8 floats; lanes PT.. write zeros (or add
-    zeros) to the next tile's first positions, which that tile then writes itself. Every
-    other tile (the last of an item, the map's overlapping last tile) goes through the
-    PT x FB scratch tile, one element at a time.
+    A tile followed by another of its item (the same thread, later), with PT rounded up
+    to 8 positions left in the map, goes through registers: per 8 filters of a filter
+    vector (both halves of a 16-lane one) and per 8 positions, an 8 x 8 transpose of those
+    accumulators (zeros past PT) gives each filter's outputs as one vector, written (or
+    added) as 8 floats; lanes past PT write zeros (or add zeros) to the next tile's first
+    positions, which that tile then writes itself. Every other tile (the last of an item,
+    the map's overlapping last tile) goes through the PT x FB scratch tile, one element at
+    a time. (AVX-512 went through the scratch tile for every tile before session 22.)
     """
     c0, c1 = b.c(0), b.c(1)
     tl_t, of_t = f"memref<{t.pt}x{t.fb}xf32>", f"memref<{s.n}x{s.f}x{s.oh * s.ow}xf32>"
     f32v = f"vector<{t.vl}xf32>"
     f0 = b.mul(fb, b.c(t.fb))
-    vector = t.vl == 8 and t.pt <= 8
+    groups = -(-t.pt // 8)  # 8 positions per transposed block
+    vector = t.vl % 8 == 0 and (t.vl == 8 or REGISTER_WRITE_BACK_16)
     if vector:
-        fits = b.cmp("ule", b.add(p0, b.c(8)), b.c(s.oh * s.ow))
+        fits = b.cmp("ule", b.add(p0, b.c(8 * groups)), b.c(s.oh * s.ow))
         b.emit(f"scf.if {b.op(f'arith.andi {not_last}, {fits} : i1')} {{")
         b.indent += 1
+        v8 = "vector<8xf32>"
         for v in range(t.fv):
-            rows = [f"{res}#{v * t.pt + j}" for j in range(t.pt)] + ["%zv"] * (8 - t.pt)
-            for k, col in enumerate(transpose8(b, rows)):
-                f = b.add(f0, b.c(v * 8 + k))
-                if s.f % t.fb:
-                    b.emit(f"scf.if {b.cmp('ult', f, b.c(s.f))} {{")
-                    b.indent += 1
-                if not store:
-                    old = b.op(f"vector.load %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
-                    col = b.op(f"arith.addf {old}, {col} : {f32v}")
-                elif epilogue is not None:  # lanes PT.. are the next tile's: it stores later
-                    col = emit_epilogue(b, epilogue, col, 8, f, f"{n}, {f}, {p0}", of_t)
-                b.emit(f"vector.store {col}, %Of[{n}, {f}, {p0}] : {of_t}, {f32v}")
-                if s.f % t.fb:
-                    b.close()
+            for h in range(t.vl // 8):  # 8 of the vector's filters
+                def part(j: int, v: int = v, h: int = h) -> str:
+                    acc = f"{res}#{v * t.pt + j}"
+                    if t.vl == 8:
+                        return acc
+                    return b.op(f"vector.extract_strided_slice {acc} {{offsets = [{h * 8}], "
+                                f"sizes = [8], strides = [1]}} : {f32v} to {v8}", "h")
+
+                for g in range(groups):
+                    js = range(8 * g, min(8 * g + 8, t.pt))
+                    rows = [part(j) for j in js] + ["%zv8"] * (8 - len(js))
+                    pg = b.add(p0, b.c(8 * g)) if g else p0
+                    for k, col in enumerate(transpose8(b, rows)):
+                        f = b.add(f0, b.c(v * t.vl + h * 8 + k))
+                        if s.f % t.fb:
+                            b.emit(f"scf.if {b.cmp('ult', f, b.c(s.f))} {{")
+                            b.indent += 1
+                        if not store:
+                            old = b.op(f"vector.load %Of[{n}, {f}, {pg}] : {of_t}, {v8}")
+                            col = b.op(f"arith.addf {old}, {col} : {v8}")
+                        elif epilogue is not None:  # lanes past PT: the next tile's
+                            col = emit_epilogue(b, epilogue, col, 8, f, f"{n}, {f}, {pg}",
+                                                of_t)
+                        b.emit(f"vector.store {col}, %Of[{n}, {f}, {pg}] : {of_t}, {v8}")
+                        if s.f % t.fb:
+                            b.close()
         b.close(" else {")
         b.indent += 1
     for v in range(t.fv):
@@ -357,6 +376,7 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                    f"{of_t}")
     b.emit(f"%T = memref.alloca() {{alignment = 64 : i64}} : {tl_t}")
     b.emit(f"%zv = arith.constant dense<0.0> : {f32v}")
+    b.emit("%zv8 = arith.constant dense<0.0> : vector<8xf32>")
     b.emit("%zero = arith.constant 0.0 : f32")
     b.emit("%true = arith.constant true")
     b.emit(f"%Wp = memref.alloc() {{alignment = 64 : i64}} : {wp_t}")

@@ -400,3 +400,63 @@ def test_aot_for_x86_64_v4(tmp_path: Path):
         assert "%zmm" in asm
     with torch.no_grad():  # the JIT'd host code
         torch.testing.assert_close(fn(x), model(x), rtol=RTOL, atol=ATOL)
+
+
+def _conv_text(n: int, c: int, h: int, f: int, k: int, s: int, store: bool) -> str:
+    oh = (h - k) // s + 1
+    x, w, o = f"memref<{n}x{c}x{h}x{h}xf32>", f"memref<{f}x{c}x{k}x{k}xf32>", \
+        f"memref<{n}x{f}x{oh}x{oh}xf32>"
+    conv = (f"  linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = "
+            f"dense<{s}> : vector<2xi64>}} ins(%x, %w : {x}, {w}) outs(%o : {o})")
+    if not store:
+        return f"func.func @conv(%x: {x}, %w: {w}, %o: {o}) {{\n{conv}\n  return\n}}"
+    return "\n".join([
+        f"func.func @conv(%x: {x}, %w: {w}, %out: {o}) {{",
+        "  %zero = arith.constant 0.0 : f32",
+        f"  %o = memref.alloc() : {o}",
+        f"  linalg.fill ins(%zero : f32) outs(%o : {o})", conv,
+        f"  memref.copy %o, %out : {o} to {o}", "  return", "}"])
+
+
+@pytest.mark.parametrize("n,c,h,f,k,s", [
+    (1, 16, 18, 64, 3, 1),  # AVX-512's 4 x 6 tile: both halves of each filter vector
+    (2, 8, 17, 32, 3, 2),  # 2 x 14: positions in two groups of 8, two images
+    (1, 16, 9, 80, 3, 1),  # 7x7 map (4 x 5 tiles), 80 filters: a partial filter block
+    (1, 16, 30, 8, 3, 1),  # AVX2's 1 x 14 tile (8 filters): two groups of 8 positions
+])
+@pytest.mark.parametrize("store", [False, True])
+@pytest.mark.parametrize("width", [16, 8])
+def test_register_write_back_matches_torch(ctx, threads, n, c, h, f, k, s, store, width):
+    """The write-back through 8 x 8 transposes for every tile shape (16 lanes: each
+    accumulator's two halves; more than 8 positions: two groups), storing and adding,
+    threaded; vector-width=16 runs here as LLVM splits it."""
+    from accel.ir import Module
+
+    threads(2)
+    module = Module.parse(_conv_text(n, c, h, f, k, s, store))
+    run_pipeline(module, f"builtin.module(accel-conv-kernels{{vector-width={width} "
+                         f"parallel-min-flops=0}})")
+    text = str(module)
+    assert "linalg.conv" not in text
+    assert ("vector.extract_strided_slice" in text) == (width == 16)
+    compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 1})
+    rng = np.random.default_rng(c + f)
+    x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+    w = rng.standard_normal((f, c, k, k), dtype=np.float32)
+    oh = (h - k) // s + 1
+    o = np.full((n, f, oh, oh), np.nan, dtype=np.float32) if store else \
+        rng.standard_normal((n, f, oh, oh), dtype=np.float32)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                      stride=s).numpy() + (0 if store else o)
+    compiled["conv"](x, w, o)
+    np.testing.assert_allclose(o, want, rtol=RTOL, atol=ATOL)
+
+
+def test_scalar_write_back_16_lanes_when_off(ctx, monkeypatch):
+    from accel.ir import Module
+    from accel.passes import _conv_kernel
+
+    monkeypatch.setattr(_conv_kernel, "REGISTER_WRITE_BACK_16", False)
+    module = Module.parse(_conv_text(1, 16, 18, 64, 3, 1, False))
+    run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=16})")
+    assert "vector.extract_strided_slice" not in str(module)  # no 8-filter halves
