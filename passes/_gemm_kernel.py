@@ -350,6 +350,31 @@ def _pack_a(e: _Emitter, spec: GemmSpec, t: Tiles, a_at: Callable[[str, str], st
     e.close()
 
 
+def _pack_partial_panel(e: _Emitter, t: Tiles, b_at: Callable[[str, str], str], n0: str,
+                        n_hi: str, kc: str, bp_t: str) -> None:
+    """Panel %jr (first column `n0`) of a block whose columns end at `n_hi` within it:
+    column by column, zero past N."""
+    c0, c1 = e.c(0), e.c(1)
+    nv = e.sub(n_hi, n0)
+    e.open_for("%j", c0, e.c(t.nr), c1)
+    inside = e.cmp("slt", "%j", nv)
+    e.emit(f"scf.if {inside} {{")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    k = e.add("%pc", "%p")
+    n = e.add(n0, "%j")
+    v = e.op(f"memref.load {b_at(k, n)}")
+    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close(" else {")
+    e.indent += 1
+    e.open_for("%p", c0, kc, c1)
+    e.emit(f"memref.store %zero, %Bp[%jr, %p, %j] : {bp_t}")
+    e.close()
+    e.close()
+    e.close()
+
+
 def _pack_b_rows(e: _Emitter, t: Tiles, b_at: Callable[[str, str], str], np_: str,
                  n_hi: str, kc: str, kcp: str, bp_t: str) -> None:
     """`_pack_b` for a row-major B, row by row: each k row's columns of the block are read
@@ -377,24 +402,7 @@ def _pack_b_rows(e: _Emitter, t: Tiles, b_at: Callable[[str, str], str], np_: st
     e.close()
     e.open_for("%jr", nf, np_, c1)  # at most one partial panel
     n0 = e.add("%jc", e.mul("%jr", e.c(t.nr)))
-    nv = e.sub(n_hi, n0)
-    e.open_for("%j", c0, e.c(t.nr), c1)
-    inside = e.cmp("slt", "%j", nv)
-    e.emit(f"scf.if {inside} {{")
-    e.indent += 1
-    e.open_for("%p", c0, kc, c1)
-    k = e.add("%pc", "%p")
-    n = e.add(n0, "%j")
-    v = e.op(f"memref.load {b_at(k, n)}")
-    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
-    e.close()
-    e.close(" else {")
-    e.indent += 1
-    e.open_for("%p", c0, kc, c1)
-    e.emit(f"memref.store %zero, %Bp[%jr, %p, %j] : {bp_t}")
-    e.close()
-    e.close()
-    e.close()
+    _pack_partial_panel(e, t, b_at, n0, n_hi, kc, bp_t)
     e.close()
     e.open_for("%jr", c0, np_, c1)  # k past the block's end: zero rows
     e.open_for("%p", kc, kcp, c1)
@@ -433,24 +441,7 @@ def _pack_b(e: _Emitter, spec: GemmSpec, t: Tiles, b_at: Callable[[str, str], st
     e.close()
     e.close(" else {")
     e.indent += 1
-    nv = e.sub(n_hi, n0)
-    e.open_for("%j", c0, e.c(t.nr), c1)
-    inside = e.cmp("slt", "%j", nv)
-    e.emit(f"scf.if {inside} {{")
-    e.indent += 1
-    e.open_for("%p", c0, kc, c1)
-    k = e.add("%pc", "%p")
-    n = e.add(n0, "%j")
-    v = e.op(f"memref.load {b_at(k, n)}")
-    e.emit(f"memref.store {v}, %Bp[%jr, %p, %j] : {bp_t}")
-    e.close()
-    e.close(" else {")
-    e.indent += 1
-    e.open_for("%p", c0, kc, c1)
-    e.emit(f"memref.store %zero, %Bp[%jr, %p, %j] : {bp_t}")
-    e.close()
-    e.close()
-    e.close()
+    _pack_partial_panel(e, t, b_at, n0, n_hi, kc, bp_t)
     e.close()
     e.open_for("%p", kc, kcp, c1)
     for j in range(nvec):
