@@ -18,9 +18,9 @@ import accel
 import numpy as np
 import pytest
 from accel import phases
-from accel.host import pipelines as cpu
 from accel.passes import _gemm_kernel as gk
 from accel.passes._gemm_kernel import GemmSpec, Tiles, _m_block, render_gemm
+from test_matmul_microkernel import _matmul, _with_pass
 
 RTOL, ATOL = 1e-4, 1e-5
 #: The AVX2 host's tiles (32 KB L1, 512 KB L2, 32 MB L3).
@@ -69,24 +69,6 @@ def test_prepacked_b_keeps_its_block():
     """A prepacked B (a frozen nn.Linear weight) is laid out in NC blocks: kept."""
     text = render_gemm(_spec(64, 3136, 256), AVX2, "g", zero_start=True, b_prepacked=True)
     assert _steps(text)[0] == 4096
-
-
-def _with_pass(monkeypatch: pytest.MonkeyPatch, options: str) -> None:
-    at = cpu.BUFFERIZE.index("func.func(tm-tensor-to-loops)") + 1
-    spec = f"accel-matmul-microkernel{{{options}}}"
-    monkeypatch.setattr(cpu, "BUFFERIZE", [*cpu.BUFFERIZE[:at], spec, *cpu.BUFFERIZE[at:]])
-
-
-def _matmul(m: int, n: int, k: int) -> str:
-    return f"""
-func.func @mm(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<{m}x{n}xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
-      outs(%f : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  return %r : tensor<{m}x{n}xf32>
-}}"""
 
 
 @pytest.mark.parametrize("m,n,k", [
