@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import Module, Operation, ir
-from accel.passes.base import ModulePass, ops_named, register_pass, replace_with_function_body
-from accel.passes.matmul_precision import CONTRACTIONS, location_text, named_op
+from accel.passes.base import ModulePass, register_pass, replace_with_function_body
+from accel.passes.matmul_precision import contractions, location_text, named_op
 
 
 def upcast_source(value: ir.Value, acc: ir.Type) -> ir.Value | None:
@@ -65,9 +65,8 @@ class FoldMatmulUpcasts(ModulePass):
     name = "accel-fold-matmul-upcasts"
 
     def apply(self, module: Operation) -> None:
-        for op in ops_named(module):
-            if not CONTRACTIONS.fullmatch(op.name) or len(op.operands) != 3 or \
-                    len(op.results) != 1:
+        for op in contractions(module):
+            if len(op.operands) != 3 or len(op.results) != 1:
                 continue
             if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
                 continue

@@ -60,6 +60,16 @@ MODES: dict[str, tuple[str, str, str]] = {
 CONTRACTIONS = re.compile(
     r"linalg\.((batch_)?(matmul|matvec|vecmat|reduce_matmul)(_transpose_[ab])?|"
     r"dot|contract|(depthwise_)?conv_\w+)")
+
+
+def contractions(root: Operation) -> list[Operation]:
+    """The named contractions under `root`, collected before any is rewritten. A pass that
+    iterated every op and rewrote the contractions on the way went on to the erased ops'
+    bodies (arith.mulf, linalg.yield): freed memory behind still-valid handles, a flaky
+    segfault in `accel-outline-contractions` (and under MALLOC_PERTURB_ a certain one)."""
+    return [op for op in ops_named(root) if CONTRACTIONS.fullmatch(op.name)]
+
+
 _FLOATS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 #: Attributes the custom syntax derives itself.
 _DERIVED = ("operandSegmentSizes", "linalg.memoized_indexing_maps", "indexing_maps")
@@ -156,9 +166,8 @@ class MatmulPrecision(ModulePass):
     mode: Mode = "mixed_fp16_fp32"
 
     def apply(self, module: Operation) -> None:
-        for op in ops_named(module):
-            if CONTRACTIONS.fullmatch(op.name):
-                self._rewrite(op)
+        for op in contractions(module):
+            self._rewrite(op)
 
     def _rewrite(self, op: Operation) -> None:
         kind, operand, acc = MODES[self.mode]

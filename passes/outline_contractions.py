@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.ir import InsertionPoint, Module, Operation, func, ir
-from accel.passes.base import ModulePass, ops_named, register_pass
-from accel.passes.matmul_precision import CONTRACTIONS, location_text, named_op
+from accel.passes.base import ModulePass, register_pass
+from accel.passes.matmul_precision import contractions, location_text, named_op
 
 PREFIX = "__accel_contraction_"
 
@@ -38,9 +38,8 @@ class OutlineContractions(ModulePass):
         taken = {ir.StringAttr(op.attributes["sym_name"]).value
                  for op in body.operations if "sym_name" in op.attributes}
         count = 0
-        for op in ops_named(module):
-            if not CONTRACTIONS.fullmatch(op.name) or len(op.operands) != 3 or \
-                    len(op.results) != 1 or \
+        for op in contractions(module):
+            if len(op.operands) != 3 or len(op.results) != 1 or \
                     not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
                 continue
             while f"{PREFIX}{count}" in taken:

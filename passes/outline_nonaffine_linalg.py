@@ -58,9 +58,11 @@ class OutlineNonAffineLinalg(ModulePass):
         names = symbol_names(module)
         for func in ops_named(module, ("func.func",)):
             fname = ir.StringAttr(func.attributes["sym_name"]).value
-            for op in ops_named(func, None):
-                if not op.name.startswith("linalg.") or not _needs_outlining(op):
-                    continue
+            # Chosen before any moves: outlining erases an op whose body ops a list of
+            # every op still holds (freed memory behind valid handles: a segfault).
+            found = [op for op in ops_named(func, None)
+                     if op.name.startswith("linalg.") and _needs_outlining(op)]
+            for op in found:
                 outline_op(func, op, fresh_symbol(f"{fname}_linalg", names))
 
 
