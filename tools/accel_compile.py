@@ -196,6 +196,11 @@ def planned_phases(s: Any, path: Path) -> list[str]:
               for p in (*front, *back))]
 
 
+def _print_warnings(found: list[str]) -> None:
+    for w in found:
+        print(f"{PROG}: warning: {w}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     """Parse `argv`, compile MODEL, write the artifact folder; 0 on success."""
     check_short_options(argv)
@@ -206,7 +211,13 @@ def main(argv: list[str]) -> int:
     if path.suffix not in (".py", ".mlir"):
         raise AccelError(f"MODEL must be a .py or .mlir file, got '{path}'")
     _read(path)
-    s = resolve_settings(a, path, path.suffix == ".mlir", option_flag_values(a))
+    found: list[str] = []
+    try:  # a target's check warns about options without effect: as accel-compile's warnings
+        with collecting_warnings(found):
+            s = resolve_settings(a, path, path.suffix == ".mlir", option_flag_values(a))
+    except AccelError:
+        _print_warnings(found)
+        raise
     if path.suffix == ".py" and not s.inference and s.aot:
         raise AccelError("--aot builds a C library of an inference function: add --inference "
                          "(a train step is not a C library yet)")
@@ -215,7 +226,6 @@ def main(argv: list[str]) -> int:
     if problem:  # before compiling, not after
         raise AccelError(f"--output-folder {problem}, got '{out}'")
     verbose = a.verbose or a.debug
-    found: list[str] = []
     try:
         with collecting_warnings(found), Progress(sys.stderr, verbose=verbose, quiet=a.quiet,
                                                   steps=planned_phases(s, path)) as progress:
@@ -227,8 +237,7 @@ def main(argv: list[str]) -> int:
             else:
                 build = compile_mlir_file(path, s, progress)
     finally:
-        for w in found:
-            print(f"{PROG}: warning: {w}", file=sys.stderr)
+        _print_warnings(found)
         if a.log_dir:
             write_warnings_log(Path(a.log_dir), s.pef_name, found)
     build.warnings = found

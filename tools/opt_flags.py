@@ -347,8 +347,12 @@ def _pass_element(body: str, name: str, arg: str) -> tuple[str, str | None, str]
     rest = body[len(name):]
     if rest.startswith("="):  # mlir-opt: --pass="opt=v opt2=w"
         return name, rest[1:], arg
-    if rest.startswith("{") and rest.endswith("}"):  # accel-opt: -pass{opt=v}
+    if rest.startswith("{") and rest.endswith("}") and len(rest) > 1:  # -pass{opt=v}
         return name, rest[1:-1], arg
+    if rest:  # `-canonicalize{` (no closing brace) ran canonicalize without options
+        raise CommandLineError(f"for the -{name} option: options must be written "
+                               f"-{name}{{opt=value ...}} or --{name}=\"opt=value ...\"; "
+                               f"got '{arg}'")
     return name, None, arg
 
 

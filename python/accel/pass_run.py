@@ -249,12 +249,30 @@ def _run_in_process(op: Operation, steps: Sequence[Step], cfg: RunConfig) -> Non
             except MLIRError as err:  # after Ctrl-C, `deferred` raises that instead
                 if failures:
                     raise AccelError(failures[0].message, diagnostics=failures) from None
+                if not err.error_diagnostics:  # a pass's signalPassFailure() alone: say which
+                    raise AccelError(_silent_failure(part), file=cfg.filename) from None
                 raise from_mlir_error(err, cfg.filename, cfg.line_offset) from None
             finally:
                 del pm  # flushes the timing report now, not at interpreter exit
         if not whole:
             quick = time.perf_counter() - start < _QUICK_RUN
             size = min(2 * size, _MOST_PER_RUN) if quick else 1
+
+
+def _silent_failure(part: Sequence[Step]) -> str:
+    """The error for a pass manager run that failed without a diagnostic (upstream's
+    `sparse-vectorization` without `vl`, `spirv-attach-target` with bad options): mlir-opt
+    prints nothing at all there, which reads as a crash."""
+    def leaves(e: Element) -> list[str]:
+        return [e.name] if e.children is None else [n for c in e.children for n in leaves(c)]
+
+    names = [n for step in part for n in (
+        [getattr(step.instance, "name", "?")] if isinstance(step, PythonStep)
+        else [n for e in step.elements for n in leaves(e)])]
+    if len(names) == 1:
+        return f"pass '{names[0]}' failed without a diagnostic"
+    return f"one of the passes {', '.join(repr(n) for n in names)} failed without a " \
+        "diagnostic"
 
 
 def _one_element_steps(steps: Sequence[Step]) -> list[Step]:

@@ -609,3 +609,20 @@ def test_earlier_option_json_aot_object_still_builds(tmp_path: Path, run_tool) -
     options = option_json(tmp_path / "o")["options"]
     assert (options["aot"], options["aot_name"], options["device"]) == (True, "old", "generic")
     assert (tmp_path / "o" / "libold.so").is_file()
+
+
+def test_settings_warnings_are_accel_compile_warnings(tmp_path: Path) -> None:
+    """A target's check warns about options without effect while the settings are resolved,
+    before the compile's warnings are collected: that warning leaked as Python's
+    `file.py:37: UserWarning:` line and its source (found by the fuzz harness)."""
+    (tmp_path / "add.mlir").write_text(ADD)
+    r = accel_compile(tmp_path, "add.mlir", "--target", "rdu", "--option", "o1_rule_list=gpt2",
+                      "--output-folder", "x", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "accel-compile: warning: UserWarning: rdu: --o1-rule-list gpt2 has no effect " \
+           "without -o1" in r.stderr
+    assert ".py:" not in r.stderr, r.stderr
+    r = accel_compile(tmp_path, "add.mlir", "--target", "rdu", "--option", "o1_rule_list=gpt2",
+                      "--option", "sectioning=bogus", "--output-folder", "y", cwd=tmp_path)
+    assert r.returncode == 1
+    assert ".py:" not in r.stderr and "Traceback" not in r.stderr, r.stderr
