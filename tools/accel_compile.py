@@ -215,16 +215,16 @@ def main(argv: list[str]) -> int:
     try:  # a target's check warns about options without effect: as accel-compile's warnings
         with collecting_warnings(found):
             s = resolve_settings(a, path, path.suffix == ".mlir", option_flag_values(a))
+        if path.suffix == ".py" and not s.inference and s.aot:
+            raise AccelError("--aot builds a C library of an inference function: add "
+                             "--inference (a train step is not a C library yet)")
+        out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
+        problem = folder_problem(str(out))
+        if problem:  # before compiling, not after
+            raise AccelError(f"--output-folder {problem}, got '{out}'")
     except AccelError:
         _print_warnings(found)
         raise
-    if path.suffix == ".py" and not s.inference and s.aot:
-        raise AccelError("--aot builds a C library of an inference function: add --inference "
-                         "(a train step is not a C library yet)")
-    out = Path(a.output_folder) if a.output_folder else Path("out") / s.pef_name
-    problem = folder_problem(str(out))
-    if problem:  # before compiling, not after
-        raise AccelError(f"--output-folder {problem}, got '{out}'")
     verbose = a.verbose or a.debug
     try:
         with collecting_warnings(found), Progress(sys.stderr, verbose=verbose, quiet=a.quiet,
