@@ -58,8 +58,8 @@ class OutlineNonAffineLinalg(ModulePass):
         names = symbol_names(module)
         for func in ops_named(module, ("func.func",)):
             fname = ir.StringAttr(func.attributes["sym_name"]).value
-            # Chosen before any moves: outlining erases an op whose body ops a list of
-            # every op still holds (freed memory behind valid handles: a segfault).
+            # Chosen before any is outlined: outlining erases the op, and a list of every op
+            # would still hold handles to its body's ops, freed (a segfault; docs/passes.md).
             found = [op for op in ops_named(func, None)
                      if op.name.startswith("linalg.") and _needs_outlining(op)]
             for op in found:
