@@ -105,6 +105,21 @@ def test_a_pass_failing_without_a_diagnostic_is_a_named_error(
     assert f"{good}: note: reproduce with: accel-opt" in result.stderr
 
 
+def test_a_silent_pass_failure_is_a_named_accel_error_in_the_api() -> None:
+    """The same error for `accel.pipeline.run_pipeline` callers, the file named."""
+    from accel.context import make_context
+    from accel.diagnostics import AccelError
+    from accel.ir import Module
+    from accel.pipeline import run_pipeline
+
+    with make_context():
+        module = Module.parse(GOOD)
+        with pytest.raises(AccelError, match=r"^pass 'sparse-vectorization' failed without a "
+                                             r"diagnostic$") as info:
+            run_pipeline(module, "builtin.module(sparse-vectorization)", filename="m.mlir")
+    assert info.value.diagnostics[0].file == "m.mlir"
+
+
 def test_stdin_errors_are_named_stdin() -> None:
     result = run_tool("accel-opt", input="func.func @f() {\n  %0 = foo\n}\n")
     assert result.returncode == 1
