@@ -108,6 +108,9 @@ REGISTER_WRITE_BACK_16 = True
 #: instead of every tap unrolled: ViT's 16x16 patch embedding (256 taps) made 3 s of
 #: the 8.5 s compile of the zoo's quick ViT.
 ROLL_TAPS = 64
+
+#: `group_major` on (blocked 1x1 convolutions with frozen weights).
+GROUP_MAJOR_POINTWISE = True
 #: Work items aimed at (image x filter block x tile group): enough for many threads...
 ITEMS = 64
 #: ...but none under this many multiply-adds where the conv is big enough for two: the
@@ -132,6 +135,16 @@ def conv_blocking(spec: ConvSpec, tile: ConvTile) -> tuple[int, int, int]:
     target = min(ITEMS, max(2, macs // ITEM_FLOOR_MACS))
     tg = min(ntiles, max(1, _ceil(tile_items, target)))
     return min(cb, spec.c), tg, unroll
+
+
+def group_major(spec: ConvSpec, frozen: bool) -> bool:
+    """Whether items run tile group by tile group, every filter block of a group in turn:
+    a blocked 1x1 convolution (`spec.block`) reads C floats per position and does only C
+    multiply-adds with each, so reading the input once per filter block from memory cost
+    more than the kernel (ResNet-50's 256 -> 64 at 56x56: 2.2x the GEMM's time); group by
+    group, a group's inputs stay in L2 for the other blocks. Only with every block packed
+    once (`frozen`): the order changes blocks every item."""
+    return frozen and spec.block > 0 and spec.kh * spec.kw == 1 and GROUP_MAJOR_POINTWISE
 
 
 def filter_major(spec: ConvSpec, tile: ConvTile) -> bool:
@@ -228,6 +241,40 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
         b.close()
 
 
+def _write_back_blocked(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str,
+                        p0: str, skip: str, *, store: bool) -> None:
+    """The tile's accumulators `res` into a blocked O (`s.block` channels innermost): each
+    accumulator is B consecutive floats of O (two runs for a 16-lane vector over 8-channel
+    blocks), stored (or added) as it is, no transpose. Positions before `skip` (the
+    overlapping last tile's, which the tile before wrote) are left alone."""
+    bk = s.block
+    ob_t = f"memref<{s.n}x{s.f // bk}x{s.oh * s.ow}x{bk}xf32>"
+    vb = f"vector<{bk}xf32>"
+    f32v = f"vector<{t.vl}xf32>"
+    blk0 = b.mul(fb, b.c(t.fb // bk))
+    for j in range(t.pt):
+        b.emit(f"scf.if {b.cmp('uge', b.c(j), skip)} {{")
+        b.indent += 1
+        pj = b.add(p0, b.c(j))
+        for v in range(t.fv):
+            for h in range(t.vl // bk):
+                acc = f"{res}#{v * t.pt + j}"
+                if t.vl != bk:
+                    acc = b.op(f"vector.extract_strided_slice {acc} {{offsets = [{h * bk}], "
+                               f"sizes = [{bk}], strides = [1]}} : {f32v} to {vb}", "h")
+                blk = b.add(blk0, b.c((v * t.vl + h * bk) // bk))
+                if s.f % t.fb:
+                    b.emit(f"scf.if {b.cmp('ult', blk, b.c(s.f // bk))} {{")
+                    b.indent += 1
+                if not store:
+                    old = b.op(f"vector.load %Of[{n}, {blk}, {pj}, {b.c(0)}] : {ob_t}, {vb}")
+                    acc = b.op(f"arith.addf {old}, {acc} : {vb}")
+                b.emit(f"vector.store {acc}, %Of[{n}, {blk}, {pj}, {b.c(0)}] : {ob_t}, {vb}")
+                if s.f % t.fb:
+                    b.close()
+        b.close()
+
+
 def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                        parallel: bool = False, dealloc: bool = False,
                        store: bool = False, frozen: bool = False,
@@ -256,7 +303,12 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     (passes/_conv_epilogue.py); its extra inputs `%E<k>` come last in every signature."""
     if epilogue is not None and not store:
         raise ValueError("a conv epilogue needs a kernel that stores its output")
+    if spec.block and (epilogue is not None or tile.vl % spec.block
+                       or tile.fb % spec.block or spec.c % (spec.in_block or 1)):
+        raise ValueError("a blocked conv needs whole blocks of vectors, filters and "
+                         "channels, and no epilogue")
     s, t = spec, tile
+    xs = s.in_block or 1  # floats between neighbouring positions of one channel
     x_t, w_t, o_t = s.types()
     fblocks = _ceil(s.f, t.fb)
     taps = s.kh * s.kw
@@ -272,11 +324,12 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     pd_t = f"memref<?x{k_rows}x{t.fb}xf32>"
     wf_t = f"memref<{s.f}x{k_rows}xf32>"
     xf_t = f"memref<{s.n}x{s.c * s.h * s.w}xf32>"
-    of_t = f"memref<{s.n}x{s.f}x{p}xf32>"
+    of_t = f"memref<{s.n}x{s.f // s.block}x{p}x{s.block}xf32>" if s.block \
+        else f"memref<{s.n}x{s.f}x{p}xf32>"
     tl_t = f"memref<{t.pt}x{t.fb}xf32>"
     f32v = f"vector<{t.vl}xf32>"
     extras = epilogue.extras if epilogue is not None else ()
-    args = [("X", x_t, 4), ("Wt", w_t, 4), ("O", o_t, 4), ("P", pd_t, 3)] + \
+    args = [("X", x_t, _rank(x_t)), ("Wt", w_t, 4), ("O", o_t, _rank(o_t)), ("P", pd_t, 3)] + \
         [(f"E{k}", ex.type, _rank(ex.type)) for k, ex in enumerate(extras)]
     ctx_t = "!llvm.struct<(" + ", ".join(_descriptor(r) for _, _, r in args) + ")>"
     e_sig = "".join(f", {ex.type}" for ex in extras)
@@ -368,8 +421,13 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     # -- @name_body: items [lo, hi) -------------------------------------------------------
     b = _Emitter()
     c0, c1 = b.c(0), b.c(1)
-    b.emit(f"%Xf = memref.collapse_shape %X [[0], [1, 2, 3]] : {x_t} into {xf_t}")
-    b.emit(f"%Of = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {of_t}")
+    # N x C/B x H x W x B has the same flat size per image as N x C x H x W.
+    b.emit(f"%Xf = memref.collapse_shape %X [[0], [1, 2, 3{', 4' if s.in_block else ''}]] : "
+           f"{x_t} into {xf_t}")
+    if s.block:
+        b.emit(f"%Of = memref.collapse_shape %O [[0], [1], [2, 3], [4]] : {o_t} into {of_t}")
+    else:
+        b.emit(f"%Of = memref.collapse_shape %O [[0], [1], [2, 3]] : {o_t} into {of_t}")
     for k, ex in enumerate(extras):
         if ex.kind == "full":
             b.emit(f"%Ef{k} = memref.collapse_shape %E{k} [[0], [1], [2, 3]] : {ex.type} into "
@@ -387,10 +445,19 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     if blocks:  # the group's accumulators between channel blocks
         b.emit(f"%S = memref.alloca() {{alignment = 64 : i64}} : {acc_t}")
     b.open_for("%it", "%lo", "%hi", c1)
-    tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
-    nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
-    first = b.cmp("eq", tgi, c0)
-    if filter_major(s, t):  # item = (fb * N + n) * ngroups + group
+    if group_major(s, frozen):  # item = (n * ngroups + group) * fblocks + fb
+        fb = b.op(f"arith.remui %it, {b.c(fblocks)} : index")
+        ng = b.op(f"arith.divui %it, {b.c(fblocks)} : index")
+        tgi = b.op(f"arith.remui {ng}, {b.c(ngroups)} : index")
+        n = b.op(f"arith.divui {ng}, {b.c(ngroups)} : index")
+        first = b.cmp("eq", fb, c0)
+    else:
+        tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
+        nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
+        first = b.cmp("eq", tgi, c0)
+    if group_major(s, frozen):
+        pass
+    elif filter_major(s, t):  # item = (fb * N + n) * ngroups + group
         n = b.op(f"arith.remui {nf}, {b.c(s.n)} : index")
         fb = b.op(f"arith.divui {nf}, {b.c(s.n)} : index")
         first = b.op(f"arith.andi {first}, {b.cmp('eq', n, c0)} : i1")
@@ -443,7 +510,8 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         pj = b.add(p0, b.c(j))
         oh = b.op(f"arith.divui {pj}, {b.c(s.ow)} : index")
         ow = b.op(f"arith.remui {pj}, {b.c(s.ow)} : index")
-        offs.append(b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))))
+        offs.append(b.mul(b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))), b.c(xs))
+                    if xs > 1 else b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))))
     accs = [f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)]
     if blocks:  # the sums of the channel blocks before (zeros for the first)
         slot = b.sub("%tt", t_lo)
@@ -462,7 +530,12 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     roll = taps > ROLL_TAPS
     for u in range(unroll):
         cu = b.add("%c", b.c(u)) if u else "%c"
-        cbase = b.mul(cu, b.c(s.h * s.w))
+        if s.in_block:  # channel c at (c / B) * H*W*B + c % B (a shift and a mask)
+            cbase = b.add(b.mul(b.op(f"arith.divui {cu}, {b.c(s.in_block)} : index"),
+                                b.c(s.h * s.w * s.in_block)),
+                          b.op(f"arith.remui {cu}, {b.c(s.in_block)} : index"))
+        else:
+            cbase = b.mul(cu, b.c(s.h * s.w))
         if roll:  # a loop over the window's rows, its columns unrolled
             inner = b.fresh("k")
             carried = ", ".join(f"%k{v}_{j} = {cur[v, j]}" for v, j in order)
@@ -470,12 +543,12 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
                    f"iter_args({carried}) -> ({types}) {{")
             b.indent += 1
             cur = {(v, j): f"%k{v}_{j}" for v, j in order}
-            rows = [(b.mul("%kh", b.c(s.dh * s.w)), b.mul("%kh", b.c(s.kw)))]
+            rows = [(b.mul("%kh", b.c(s.dh * s.w * xs)), b.mul("%kh", b.c(s.kw)))]
         else:  # (input offset, first tap) of each row
-            rows = [(b.c(kh_ * s.dh * s.w), b.c(kh_ * s.kw)) for kh_ in range(s.kh)]
+            rows = [(b.c(kh_ * s.dh * s.w * xs), b.c(kh_ * s.kw)) for kh_ in range(s.kh)]
         for row_off, row_tap in rows:
             for kw_ in range(s.kw):
-                base = b.add(b.add(cbase, row_off), b.c(kw_ * s.dw))
+                base = b.add(b.add(cbase, row_off), b.c(kw_ * s.dw * xs))
                 k = b.add(row_tap, b.c(kw_))
                 row = b.add(b.mul(cu, b.c(taps)), k)
                 ws = [b.op(f"vector.load {wsel}[{row}, {b.c(v * t.vl)}] : {wsel_t}, "
@@ -495,8 +568,11 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     if blocks:  # the last block writes the sums back, the others keep them in S
         b.emit(f"scf.if {b.cmp('uge', b.add('%cb', b.c(cb)), b.c(s.c))} {{")
         b.indent += 1
-    _write_back(b, s, t, res, n, fb, p0, skip, b.cmp("ult", b.add("%tt", c1), t_hi),
-                store=store, epilogue=epilogue)
+    if s.block:
+        _write_back_blocked(b, s, t, res, n, fb, p0, skip, store=store)
+    else:
+        _write_back(b, s, t, res, n, fb, p0, skip, b.cmp("ult", b.add("%tt", c1), t_hi),
+                    store=store, epilogue=epilogue)
     if blocks:
         b.close(" else {")
         b.indent += 1

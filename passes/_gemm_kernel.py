@@ -826,9 +826,19 @@ class ConvSpec:
     dh: int = 1
     dw: int = 1
     groups: int = 1
+    #: With `block` B > 0 (accel-blocked-layout's NCHW8c), out is N x F/B x OH x OW x B, and
+    #: with `in_block` B too x is N x C/B x H x W x B; w stays F x C x KH x KW.
+    block: int = 0
+    in_block: int = 0
 
     def types(self) -> tuple[str, str, str]:
         g = f"{self.groups}x" if self.groups > 1 else ""
+        if self.block:
+            b, ib = self.block, self.in_block
+            x = f"memref<{self.n}x{self.c // ib}x{self.h}x{self.w}x{ib}xf32>" if ib else \
+                f"memref<{self.n}x{self.c}x{self.h}x{self.w}xf32>"
+            return (x, f"memref<{self.f}x{self.c}x{self.kh}x{self.kw}xf32>",
+                    f"memref<{self.n}x{self.f // b}x{self.oh}x{self.ow}x{b}xf32>")
         return (f"memref<{self.n}x{g}{self.c}x{self.h}x{self.w}xf32>",
                 f"memref<{g}{self.f}x{self.c}x{self.kh}x{self.kw}xf32>",
                 f"memref<{self.n}x{g}{self.f}x{self.oh}x{self.ow}xf32>")

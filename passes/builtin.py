@@ -10,6 +10,7 @@ from accel.passes import (  # noqa: F401 - imported to register
     affine_fusion,
     aligned_pointer_provenance,
     assert_to_error_return,
+    blocked_layout,
     check_allocations,
     conv_kernels,
     dedupe_functions,

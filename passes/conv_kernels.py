@@ -49,6 +49,7 @@ from accel.passes._frozen_weights import (
 from accel.passes._gemm_epilogue import Epilogue, defining_op, is_fresh, is_zero_fill, position
 from accel.passes._gemm_kernel import PARALLEL_MIN_MACS, ConvSpec, GemmSpec, epilogue_params
 from accel.passes.base import ModulePass, ops_named, register_pass
+from accel.passes.blocked_layout import BLOCK, blocked_geometry
 from accel.passes.matmul_microkernel import (
     MatmulMicrokernel,
     _add_kernel,
@@ -87,6 +88,29 @@ def match_depthwise(op: Operation, min_flops: int) -> DepthwiseSpec | None:
     spec = DepthwiseSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
                          dh=dh, dw=dw)
     return spec if spec.macs() >= min_flops else None
+
+
+def match_blocked_conv(op: Operation, min_flops: int) -> ConvSpec | None:
+    """The spec (`block` set, and `in_block` with a blocked input) of `accel-blocked-layout`'s
+    convolution on row-major static f32 memrefs (X N x C/B x H x W x B or N x C x H x W,
+    W F x C x KH x KW, O N x F/B x OH x OW x B) with at least `min_flops` MACs, or None."""
+    geometry = blocked_geometry(op)
+    if geometry is None or op.results:
+        return None
+    sh, sw, dh, dw, in_blocked = geometry
+    types = [_static_f32(v) for v in op.operands]
+    if any(t is None or not _row_major(t) for t in types) \
+            or [t.rank for t in types] != [4 + in_blocked, 4, 5]:
+        return None
+    x, (f, c, kh, kw), (n2, fb, oh, ow, b2) = (list(t.shape) for t in types)
+    n, cx, h, w = x[:4]
+    b = x[4] if in_blocked else BLOCK
+    if (b, b2) != (BLOCK, BLOCK) or (n, cx * (b if in_blocked else 1), fb * b) != (n2, c, f) \
+            or (oh - 1) * sh + (kh - 1) * dh >= h or (ow - 1) * sw + (kw - 1) * dw >= w:
+        return None
+    spec = ConvSpec(n=n, c=c, h=h, w=w, f=f, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
+                    dh=dh, dw=dw, block=b, in_block=b if in_blocked else 0)
+    return spec if n * f * oh * ow * c * kh * kw >= min_flops else None
 
 
 def _uncollapsed_weight(op: Operation, spec: DepthwiseSpec) -> ir.Value | None:
@@ -376,39 +400,50 @@ class ConvKernels(ModulePass):
             elif spec.kh * spec.kw > self.max_taps:
                 continue  # im2col + GEMM (accel-matmul-microkernel)
             else:
-                tile = choose_conv_tile(spec, vl)
-                parallel = parallel and conv_items(spec, tile) >= 2
-                fill = _zero_fill_before(op) if self.store_output else None
-                if fill is not None:
-                    fill.erase()
-                store = fill is not None
-                code, extras = self._chain(module, op, spec.f, known) if store \
-                    else (None, [])
-                frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
-                if frozen is not None:  # every block packed once (passes/_frozen_weights.py)
-                    name = _name("accel_dconv", spec,
-                                 f"{tile}{parallel}{self.dealloc}{store}frozen{code}")
-                    if name not in known:
-                        _move_new_funcs(module, render_direct_conv(
-                            spec, tile, name, parallel=parallel, dealloc=self.dealloc,
-                            store=store, frozen=True, epilogue=code), known)
-                    packed = thread_packed_weight(module, op, frozen, name,
-                                                  panel_type(spec, tile.fb), known)
-                    replace_with_call(op, name, [*op.operands, *packed, *extras])
-                    continue
-                name = _name("accel_dconv", spec,
-                             f"{tile}{parallel}{self.dealloc}{store}{code or ''}")
-                if name not in known:
-                    text = render_direct_conv(spec, tile, name, parallel=parallel,
-                                              dealloc=self.dealloc, store=store,
-                                              epilogue=code)
-                    _move_new_funcs(module, text, known)
-                if parallel and shares_panel(spec, tile.fb):  # threads > filter blocks
-                    self._replace_with_panel(op, name, panel_type(spec, tile.fb), extras)
-                    continue
-                replace_with_call(op, name, [*op.operands, *extras])
+                self._direct(module, op, spec, vl, known, parallel)
+        for op in ops_named(module, ("linalg.generic",)):  # accel-blocked-layout's convs
+            spec = match_blocked_conv(op, self.min_flops)
+            if spec is None or spec.kh * spec.kw > self.max_taps:
                 continue
-            self._replace(op, name)
+            macs = spec.n * spec.f * spec.oh * spec.ow * spec.c * spec.kh * spec.kw
+            self._direct(module, op, spec, vl, known,
+                         self.parallel and macs >= self.parallel_min_flops)
+
+    def _direct(self, module: Operation, op: Operation, spec: ConvSpec, vl: int,
+                known: set[str], parallel: bool) -> None:
+        """`op` -> a call of the direct kernel for `spec`."""
+        tile = choose_conv_tile(spec, vl)
+        parallel = parallel and conv_items(spec, tile) >= 2
+        fill = _zero_fill_before(op) if self.store_output else None
+        if fill is not None:
+            fill.erase()
+        store = fill is not None
+        code, extras = self._chain(module, op, spec.f, known) if store and not spec.block \
+            else (None, [])
+        frozen = frozen_weight_sites(module, op) if self.prepack_weights else None
+        if frozen is not None:  # every block packed once (passes/_frozen_weights.py)
+            name = _name("accel_dconv", spec,
+                         f"{tile}{parallel}{self.dealloc}{store}frozen{code}")
+            if name not in known:
+                _move_new_funcs(module, render_direct_conv(
+                    spec, tile, name, parallel=parallel, dealloc=self.dealloc,
+                    store=store, frozen=True, epilogue=code), known)
+            packed = thread_packed_weight(module, op, frozen, name,
+                                          panel_type(spec, tile.fb), known)
+            replace_with_call(op, name, [*op.operands, *packed, *extras])
+            return
+        name = _name("accel_dconv", spec,
+                     f"{tile}{parallel}{self.dealloc}{store}{code or ''}")
+        if name not in known:
+            text = render_direct_conv(spec, tile, name, parallel=parallel,
+                                      dealloc=self.dealloc, store=store,
+                                      epilogue=code)
+            _move_new_funcs(module, text, known)
+        if parallel and shares_panel(spec, tile.fb):  # threads > filter blocks
+            self._replace_with_panel(op, name, panel_type(spec, tile.fb), extras)
+            return
+        replace_with_call(op, name, [*op.operands, *extras])
+        return
 
     def _chain(self, module: Operation, op: Operation, channels: int, known: set[str]
                ) -> tuple[EpilogueCode | None, list[ir.Value]]:

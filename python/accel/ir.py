@@ -80,6 +80,16 @@ def translate_to_llvmir(module: Module) -> str:
     return _dialect("llvm").translate_module_to_llvmir(module.operation)
 
 
+def apply_transform_script(payload: Any, script: Module) -> None:
+    """Run `script`'s first named sequence (a `transform.with_named_sequence` module) on
+    `payload` with the transform dialect's interpreter (upstream pattern sets and
+    transforms that have no pass of their own, e.g. data-layout propagation)."""
+    from torch_mlir.dialects.transform import interpreter
+
+    entry = script.body.operations[0]
+    interpreter.apply_named_sequence(payload, entry, script.operation)
+
+
 def torch_importer() -> tuple[Any, Any]:
     """`(torch_mlir.fx, OutputType)`: torch-mlir's FX importer, imported on first use.
 

@@ -291,6 +291,11 @@ _TABLE: tuple[Option, ...] = (
            "is not supported: those kernels keep the old values, compile again (inductor's "
            "freezing, onnxruntime's prepacking; docs/cpu-codegen.md).",
            scope="cpu", affects_code=True),
+    Option("conv_layout", (str,), "nchw", "Layout of convolutions' activations: 'nchw' "
+           "(as the model) or 'nchwc' (blocked by 8 channels between the graph's edges, "
+           "kept through BatchNorm, ReLU, residual adds and pads: accel-blocked-layout; "
+           "docs/cpu-codegen.md).", scope="cpu", affects_code=True,
+           choices=("nchw", "nchwc")),
     Option("disable_unsafe_math_canonicalizations", (bool,), False, "Forbid value-changing "
            "float rewrites (x/sqrt(y) -> x*rsqrt(y), x/C -> x*(1/C), reassociated "
            "reductions).", scope="cpu", affects_code=True,

@@ -153,7 +153,7 @@ def test_mlir_file(tmp_path: Path, run_tool) -> None:
                     "float_dtype": None, "cache": False, "aot": False,
                     "aot_name": "accel_artifact", "user_memory": False,
                     "disable_affine_fusion": False, "disable_reduce_reduce_fusion": False,
-                    "split_functions": None, "freeze_weights": False,
+                    "split_functions": None, "freeze_weights": False, "conv_layout": "nchw",
                     "disable_unsafe_math_canonicalizations": False, "disable_fast_math": False}}
     rc, err = run_tool("add.mlir", "--target", "cpu")
     assert rc == 0 and err == "accel-compile: wrote out/add (entry @add)\n", err

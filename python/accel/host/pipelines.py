@@ -63,6 +63,12 @@ FOLD_FLIPS = "accel-fold-flips"
 #: copied 8 MB per call there: 2.8 ms of 71).
 FOLD_MATVEC_TRANSPOSES = "accel-fold-matvec-transposes"
 
+#: After the two above, with `conv_layout="nchwc"`: convolutions with whole 8-channel blocks
+#: run on blocked activations (N x C/8 x H x W x 8), the layout propagated through the
+#: elementwise ops and pads between them, so only the graph's edges reorder; the direct
+#: kernel then stores each accumulator as it is (docs/cpu-codegen.md, "Blocked layout").
+BLOCKED_LAYOUT = "accel-blocked-layout"
+
 #: First at every opt_level when `mm_conv_precision_mode` is not "default": the mode's
 #: casts around each matmul/convolution are semantics, not an optimisation, and must be in
 #: place before reduce-reduce fusion or the GEMM kernels rewrite the matmuls.
@@ -211,8 +217,11 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     precision = precision_passes(opts)
     if opts["opt_level"] == 0:
         return precision, BUFFERIZE, LOWER_TO_LLVM
-    fuse = precision + [p for p in (FOLD_FLIPS, FOLD_MATVEC_TRANSPOSES)
-                        if lookup_pass(p) is not None] + \
+    tensor_passes = [FOLD_FLIPS, FOLD_MATVEC_TRANSPOSES]
+    if opts.get("conv_layout", "nchw") == "nchwc":
+        tensor_passes.append(BLOCKED_LAYOUT)
+    fuse = precision + [p for p in tensor_passes
+                        if lookup_pass(p.split("{", 1)[0]) is not None] + \
         [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
          and (p.startswith("func.func(") or lookup_pass(p) is not None)]
     if opts["disable_fast_math"]:  # the rewrites stay, the reassociation flags go
