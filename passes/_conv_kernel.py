@@ -522,15 +522,34 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         init = ", ".join(f"{a} = %zv" for a in accs)
     types = ", ".join([f32v] * len(accs))
     res = b.fresh("r")
-    b.emit(f"{res}:{len(accs)} = scf.for %c = {c_lo} to {c_hi} step {b.c(unroll)} "
-           f"iter_args({init}) -> ({types}) {{")
-    b.indent += 1
+    # A blocked input: a loop over channel blocks around one over a block's channels, so
+    # that channel cb*B + ci is read at cb * H*W*B + ci (no division in the address).
+    nested = s.in_block > 0 and not blocks and s.in_block % unroll == 0
+    if nested:
+        outer = ", ".join(f"%o{v}_{j} = %zv" for v in range(t.fv) for j in range(t.pt))
+        b.emit(f"{res}:{len(accs)} = scf.for %cbk = {c0} to {b.c(s.c // s.in_block)} step "
+               f"{c1} iter_args({outer}) -> ({types}) {{")
+        b.indent += 1
+        inner_res = b.fresh("ri")
+        carried_in = ", ".join(f"%a{v}_{j} = %o{v}_{j}" for v in range(t.fv)
+                               for j in range(t.pt))
+        b.emit(f"{inner_res}:{len(accs)} = scf.for %ci = {c0} to {b.c(s.in_block)} step "
+               f"{b.c(unroll)} iter_args({carried_in}) -> ({types}) {{")
+        b.indent += 1
+        b.emit(f"%c = arith.addi {b.mul('%cbk', b.c(s.in_block))}, %ci : index")
+    else:
+        b.emit(f"{res}:{len(accs)} = scf.for %c = {c_lo} to {c_hi} step {b.c(unroll)} "
+               f"iter_args({init}) -> ({types}) {{")
+        b.indent += 1
     cur = {(v, j): f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)}
     order = [(v, j) for v in range(t.fv) for j in range(t.pt)]
     roll = taps > ROLL_TAPS
     for u in range(unroll):
         cu = b.add("%c", b.c(u)) if u else "%c"
-        if s.in_block:  # channel c at (c / B) * H*W*B + c % B (a shift and a mask)
+        if nested:  # cb * H*W*B + ci + u
+            cbase = b.add(b.add(b.mul("%cbk", b.c(s.h * s.w * s.in_block)), "%ci"), b.c(u)) \
+                if u else b.add(b.mul("%cbk", b.c(s.h * s.w * s.in_block)), "%ci")
+        elif s.in_block:  # channel c at (c / B) * H*W*B + c % B (a shift and a mask)
             cbase = b.add(b.mul(b.op(f"arith.divui {cu}, {b.c(s.in_block)} : index"),
                                 b.c(s.h * s.w * s.in_block)),
                           b.op(f"arith.remui {cu}, {b.c(s.in_block)} : index"))
@@ -565,6 +584,10 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
             cur = {o: f"{inner}#{i}" for i, o in enumerate(order)}
     b.emit(f"scf.yield {', '.join(cur[o] for o in order)} : {types}")
     b.close()
+    if nested:
+        b.emit(f"scf.yield {', '.join(f'{inner_res}#{i}' for i in range(len(order)))} : "
+               f"{types}")
+        b.close()
     if blocks:  # the last block writes the sums back, the others keep them in S
         b.emit(f"scf.if {b.cmp('uge', b.add('%cb', b.c(cb)), b.c(s.c))} {{")
         b.indent += 1

@@ -43,8 +43,8 @@ BLOCK = 8
 _CONV = "linalg.conv_2d_nchw_fchw"
 _POOL = "linalg.pooling_nchw_max"
 
-#: Propagation, then the edges' packs and unpacks as reshapes and transposes.
-_TRANSFORM = """
+#: MLIR's propagation: each unpack down and each pack up through elementwise ops and pads.
+_PROPAGATE = """
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op) {
     %f = transform.structured.match ops{["func.func"]} in %root
@@ -53,6 +53,17 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.linalg.data_layout_propagation
       transform.apply_patterns.canonicalization
     } : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+#: The edges' packs and unpacks as reshapes and transposes.
+_LOWER = """
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    %f = transform.structured.match ops{["func.func"]} in %root
+      : (!transform.any_op) -> !transform.any_op
     %p = transform.structured.match ops{["linalg.pack"]} in %root
       : (!transform.any_op) -> !transform.op<"linalg.pack">
     transform.structured.lower_pack %p : (!transform.op<"linalg.pack">)
@@ -181,22 +192,31 @@ def helper_text(x: list[int], w: list[int], o: list[int], strides: tuple[int, in
 
 def pool_text(x: list[int], window: list[int], o: list[int], strides: tuple[int, int],
               dilations: tuple[int, int]) -> str:
-    """A function (%x, %window, %init) -> max pool, on blocked copies of %x and %init: the
-    channels innermost (loops n, cb, oh, ow, kh, kw, ci: a vector of 8 per tap)."""
+    """A function (%x, %window, %init) -> max pool, on blocked copies of %x and %init. The
+    window's taps are inputs of one all-parallel generic (each the input at its own
+    offset, maxima taken in the named op's order), the channels innermost: a vector of 8
+    per tap. (As window loops, fusion sinks them inside the channel loop, which LLVM then
+    leaves scalar.)"""
     (sh, sw), (dh, dw) = strides, dilations
-    dims = "(d0, d1, d2, d3, d4, d5, d6)"
-    maps = [f"affine_map<{dims} -> (d0, d1, d2 * {sh} + d4 * {dh}, d3 * {sw} + d5 * {dw}, d6)>",
-            f"affine_map<{dims} -> (d4, d5)>", f"affine_map<{dims} -> (d0, d1, d2, d3, d6)>"]
-    iters = ", ".join(['"parallel"'] * 4 + ['"reduction"'] * 2 + ['"parallel"'])
+    kh, kw = window
+    dims = "(d0, d1, d2, d3, d4)"
+    taps = [(i, j) for i in range(kh) for j in range(kw)]
+    maps = [f"affine_map<{dims} -> (d0, d1, d2 * {sh} + {i * dh}, d3 * {sw} + {j * dw}, d4)>"
+            for i, j in taps] + [f"affine_map<{dims} -> (d0, d1, d2, d3, d4)>"]
+    iters = ", ".join(['"parallel"'] * 5)
+    args = ", ".join(f"%t{k}: f32" for k in range(len(taps)))
+    body, acc = [], "%a"
+    for k in range(len(taps)):
+        body.append(f"    %m{k} = arith.maximumf {acc}, %t{k} : f32")
+        acc = f"%m{k}"
     return "\n".join([
         f"func.func private @h(%x: {_tensor(x)}, %k: {_tensor(window)}, %o: {_tensor(o)}) "
         f"-> {_tensor(o)} {{", *_pack("%x", x, "xp"), *_pack("%o", o, "op"),
         f"  %ob = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
-        f"[{iters}]}} ins(%xp, %k : {_blocked(x)}, {_tensor(window)}) outs(%op : "
-        f"{_blocked(o)}) {{",
-        "  ^bb0(%i: f32, %unused: f32, %a: f32):",
-        "    %m = arith.maximumf %a, %i : f32",
-        "    linalg.yield %m : f32",
+        f"[{iters}]}} ins({', '.join(['%xp'] * len(taps))} : "
+        f"{', '.join([_blocked(x)] * len(taps))}) outs(%op : {_blocked(o)}) {{",
+        f"  ^bb0({args}, %a: f32):", *body,
+        f"    linalg.yield {acc} : f32",
         f"  }} -> {_blocked(o)}", *_unpack("%ob", o)])
 
 
@@ -213,6 +233,42 @@ def _shapes(op: Operation) -> tuple[list[list[int]], tuple[int, int], tuple[int,
     if strides is None or dilations is None:
         return None
     return [list(ir.RankedTensorType(t).shape) for t in types], strides, dilations
+
+
+def _read_parameters_in_place(module: Operation) -> None:
+    """A generic input that is a pack of per-channel values (C x 1 x 1, C/8 x 1 x 1 x 8
+    packed: BatchNorm's parameters after propagation) reads the values in place instead,
+    through the map `(..., d1 * 8 + d4, 0, 0)`. As a pack, each became a transposing nest
+    that fusion put inside the channel-block loop, and the elementwise nest around it then
+    fused no further: BatchNorm, ReLU and the pad copy stayed three passes over the
+    activations (NCHW fuses them into one)."""
+    for pack in ops_named(module, ("linalg.pack",)):
+        source = pack.operands[0]
+        if not isinstance(source.type, ir.RankedTensorType):
+            continue
+        shape = list(ir.RankedTensorType(source.type).shape)
+        inner = list(ir.DenseI64ArrayAttr(pack.attributes["inner_dims_pos"]))
+        if inner != [0] or shape[0] % BLOCK or any(d != 1 for d in shape[1:]) \
+                or list(ir.DenseI64ArrayAttr(pack.attributes["static_inner_tiles"])) != [BLOCK]:
+            continue
+        for use in list(pack.results[0].uses):
+            user = use.owner
+            if user.name != "linalg.generic" or use.operand_number >= \
+                    len(user.operands) - len(user.results):
+                continue
+            maps = list(ir.ArrayAttr(user.attributes["indexing_maps"]))
+            old = ir.AffineMapAttr(maps[use.operand_number]).value
+            results = list(old.results)
+            outer, lane = results[0], results[-1]
+            if not (isinstance(outer, ir.AffineDimExpr) and isinstance(lane, ir.AffineDimExpr)):
+                continue
+            exprs = [outer * BLOCK + lane] + results[1:-1]
+            maps[use.operand_number] = ir.AffineMapAttr.get(
+                ir.AffineMap.get(old.n_dims, old.n_symbols, exprs))
+            user.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
+            user.operands[use.operand_number] = source
+        if not list(pack.results[0].uses):
+            pack.erase()
 
 
 def _drop_copies_into_empty(module: Operation) -> None:
@@ -279,4 +335,6 @@ class BlockedLayout(ModulePass):
 
     @staticmethod
     def _propagate(module: Operation) -> None:
-        apply_transform_script(module, Module.parse(_TRANSFORM))
+        apply_transform_script(module, Module.parse(_PROPAGATE))
+        _read_parameters_in_place(module)
+        apply_transform_script(module, Module.parse(_LOWER))

@@ -4,14 +4,19 @@
 // Two 3x3 convolutions with a per-channel shift and a ReLU between them: the input is
 // blocked once (expand_shape + transpose into N x C/8 x H x W x 8), both convs are
 // blocked generics, the shift, ReLU and the second conv's pad run on blocked tensors, and
-// the result is unblocked once at the end: no reorder between the convs.
+// the result is unblocked once at the end: no reorder between the convs. The shift is
+// read in place, channel cb * 8 + ci (as a packed copy it was a transposing nest that
+// kept fusion from making BatchNorm, ReLU and the pad copy one pass).
+// CHECK:       #[[PARAM:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1 * 8 + d4, 0, 0)>
 // CHECK-LABEL: func.func @two_convs
 // CHECK:       tensor.expand_shape %arg0 {{.*}} into tensor<1x2x8x10x10xf32>
 // CHECK:       linalg.transpose ins(%{{.*}} : tensor<1x2x8x10x10xf32>) outs(%{{.*}} : tensor<1x2x10x10x8xf32>) permutation = [0, 1, 3, 4, 2]
 // CHECK:       tensor.pad %{{.*}} low[0, 0, 1, 1, 0] high[0, 0, 1, 1, 0]
 // CHECK:       } : tensor<1x2x10x10x8xf32> to tensor<1x2x12x12x8xf32>
 // CHECK:       linalg.generic {{.*}} ins(%{{.*}}, %arg1 : tensor<1x2x12x12x8xf32>, tensor<16x16x3x3xf32>) outs(%{{.*}} : tensor<1x2x10x10x8xf32>) attrs = {accel.blocked_conv = array<i64: 1, 1, 1, 1, 1>}
-// CHECK-NOT:   linalg.transpose ins(%{{.*}} : tensor<1x2x10x10x8xf32>)
+// CHECK-NOT:   linalg.transpose
+// CHECK:       %[[M:.*]] = tensor.expand_shape %arg3 {{.*}} into tensor<16x1x1xf32>
+// CHECK:       linalg.generic {indexing_maps = [#{{.*}}, #[[PARAM]], #{{.*}}]{{.*}} ins(%{{.*}}, %[[M]] : tensor<1x2x10x10x8xf32>, tensor<16x1x1xf32>)
 // CHECK:       arith.subf
 // CHECK:       arith.maximumf
 // CHECK:       tensor.pad %{{.*}} low[0, 0, 1, 1, 0] high[0, 0, 1, 1, 0]
@@ -112,13 +117,21 @@ func.func @lone_pool(%x: tensor<1x16x12x12xf32>) -> tensor<1x16x6x6xf32> {
 
 // -----
 
-// A conv, a max pool, a conv (a stem, then a stage): the pool runs on blocked tensors
-// (channels innermost), so nothing is reordered between the convs.
+// A conv, a max pool, a conv (a stem, then a stage): the pool runs on blocked tensors,
+// one all-parallel generic whose inputs are the window's taps (the channels innermost),
+// so nothing is reordered between the convs.
+// CHECK-DAG:   #[[T0:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2 * 2, d3 * 2, d4)>
+// CHECK-DAG:   #[[T3:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2 * 2 + 1, d3 * 2 + 1, d4)>
 // CHECK-LABEL: func.func @conv_pool_conv
 // CHECK:       accel.blocked_conv = array<i64: 1, 1, 1, 1, 0>
 // CHECK-NOT:   linalg.transpose
-// CHECK:       linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x32x32x8xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x2x16x16x8xf32>)
-// CHECK:       arith.maximumf
+// CHECK:       linalg.generic {indexing_maps = [#[[T0]], #{{.*}}, #{{.*}}, #[[T3]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[P:.*]], %[[P]], %[[P]], %[[P]] : tensor<1x2x32x32x8xf32>, {{.*}}) outs(%{{.*}} : tensor<1x2x16x16x8xf32>)
+// CHECK-NEXT:  ^bb0(%[[X0:.*]]: f32, %[[X1:.*]]: f32, %[[X2:.*]]: f32, %[[X3:.*]]: f32, %[[A:.*]]: f32):
+// CHECK-NEXT:    %[[M0:.*]] = arith.maximumf %[[A]], %[[X0]] : f32
+// CHECK-NEXT:    %[[M1:.*]] = arith.maximumf %[[M0]], %[[X1]] : f32
+// CHECK-NEXT:    %[[M2:.*]] = arith.maximumf %[[M1]], %[[X2]] : f32
+// CHECK-NEXT:    %[[M3:.*]] = arith.maximumf %[[M2]], %[[X3]] : f32
+// CHECK-NEXT:    linalg.yield %[[M3]] : f32
 // CHECK-NOT:   linalg.transpose
 // CHECK:       accel.blocked_conv = array<i64: 1, 1, 1, 1, 1>
 // CHECK:       linalg.transpose
