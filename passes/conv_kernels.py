@@ -403,8 +403,8 @@ class ConvKernels(ModulePass):
                 self._direct(module, op, spec, vl, known, parallel)
         for op in ops_named(module, ("linalg.generic",)):  # accel-blocked-layout's convs
             spec = match_blocked_conv(op, self.min_flops)
-            if spec is None or spec.kh * spec.kw > self.max_taps:
-                continue
+            if spec is None or spec.kh * spec.kw > self.max_taps or vl % BLOCK:
+                continue  # (4-lane vectors hold half a block: the generic's loops run)
             macs = spec.n * spec.f * spec.oh * spec.ow * spec.c * spec.kh * spec.kw
             self._direct(module, op, spec, vl, known,
                          self.parallel and macs >= self.parallel_min_flops)

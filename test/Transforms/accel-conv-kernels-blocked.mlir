@@ -1,4 +1,10 @@
 // RUN: accel-opt %s --split-input-file -accel-conv-kernels="vector-width=8 parallel=false" | FileCheck %s
+// RUN: accel-opt %s --split-input-file -accel-conv-kernels="vector-width=4" | FileCheck %s --check-prefix=NARROW
+
+// With 4-lane vectors (half a block) no kernel is called: the generic's loops run.
+// NARROW-LABEL: func.func @blocked
+// NARROW:       linalg.generic
+// NARROW-NOT:   call @accel_dconv
 
 // accel-blocked-layout's convolution (NCHW8c input and output, the weight as it is) is a
 // call of the direct kernel, which reads the input with blocked addressing and stores each

@@ -261,3 +261,23 @@ def test_blocked_kernel_matches_torch(ctx, threads, n, c, h, f, k, s, d, in_bloc
     ob = _block(o)
     compiled["conv"](_block(x) if in_blocked else x, w, ob)
     np.testing.assert_allclose(ob, _block(want), rtol=RTOL, atol=RTOL)
+
+
+def test_narrow_vectors_run_the_generic(ctx):
+    """With 4-lane vectors (half a block) the blocked conv keeps its generic, whose loops
+    compute the same values."""
+    from accel.ir import Module
+
+    module = Module.parse(_kernel_text(1, 16, 10, 16, 3, 1, 1, False, True))
+    run_pipeline(module, "builtin.module(accel-conv-kernels{vector-width=4})")
+    text = str(module)
+    assert "accel.blocked_conv" in text and "accel_dconv" not in text
+    compiled = accel.compile_mlir(text, {"cache": False, "opt_level": 0})
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 16, 10, 10), dtype=np.float32)
+    w = rng.standard_normal((16, 16, 3, 3), dtype=np.float32)
+    o = rng.standard_normal((1, 16, 8, 8), dtype=np.float32)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w)).numpy() + o
+    ob = _block(o)
+    compiled["conv"](_block(x), w, ob)
+    np.testing.assert_allclose(ob, _block(want), rtol=RTOL, atol=RTOL)
