@@ -36,9 +36,11 @@ stage "benchmarks/gpu.py" 100 python3 benchmarks/gpu.py --iters 10 --json "$out/
 stage "compute-sanitizer" 60 python3 -m pytest -q -m gpu -p no:cacheprovider -rfEs \
   -k compute_sanitizer test/unit/test_nvgpu.py
 # ResNet-50 and ResNet-18 against onnxruntime in one process, taking turns (issue 26's bar;
-# freeze_weights too): all cores and 1 thread on an AVX-512 machine.
+# frozen weights, and the blocked layout, unmeasured on AVX-512 so far): all cores and 1
+# thread on an AVX-512 machine.
 stage "interleaved zoo" 160 python3 benchmarks/interleaved.py --models resnet50 resnet18 \
-  --threads "$(nproc)" 1 --rounds 9 --json "$out/interleaved.json"
+  --threads "$(nproc)" 1 --rounds 9 --variants eager accel_frozen accel_nchwc onnxruntime \
+  --json "$out/interleaved.json"
 # inductor last: its compiles took the whole stage on the 16-core machine (2026-11-27), so
 # accel and onnxruntime never ran.
 stage "cpu benchmarks" 150 python3 benchmarks/run.py --quick \

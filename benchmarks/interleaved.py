@@ -1,5 +1,6 @@
 """Zoo models against onnxruntime in one process, taking turns: accel, accel with
-`freeze_weights`, onnxruntime (and eager), round after round.
+`freeze_weights`, onnxruntime (and eager), round after round; `--variants accel_nchwc`
+adds accel with frozen weights and `conv_layout="nchwc"` (the blocked layout).
 
 Why: `zoo.py` runs each framework in its own worker process, one after another. On a shared
 2-core VM the machine's speed drifts between those processes. In session 20 the same
@@ -36,6 +37,8 @@ from benchmarks.run import host_info, write_json  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "interleaved.json")
 VARIANTS = ("eager", "accel", "accel_frozen", "onnxruntime")
+#: Every variant `--variants` accepts: accel_nchwc is accel_frozen with the blocked layout.
+ALL_VARIANTS = (*VARIANTS, "accel_nchwc")
 
 
 def _onnxruntime(model: Any, inputs: tuple[Any, ...], threads: int, folder: str
@@ -87,7 +90,9 @@ def compare(model: Any, inputs: tuple[Any, ...], threads: int, rounds: int,
         elif v.startswith("accel"):
             start = time.perf_counter()
             fn = accel.compile(model, inputs, options={
-                "num_threads": threads, "cache": False, "freeze_weights": v == "accel_frozen"})
+                "num_threads": threads, "cache": False,
+                "freeze_weights": v in ("accel_frozen", "accel_nchwc"),
+                "conv_layout": "nchwc" if v == "accel_nchwc" else "nchw"})
             row[f"{v}_compile_s"] = round(time.perf_counter() - start, 2)
             got = _first(fn(*inputs))
             row[f"{v}_max_err"] = float((got - want).abs().max() / want.abs().max())
@@ -110,7 +115,7 @@ def compare(model: Any, inputs: tuple[Any, ...], threads: int, rounds: int,
         row[f"{v}_ms"] = round(statistics.median(t) * 1e3, 3)
         row[f"{v}_min_ms"] = round(min(t) * 1e3, 3)
     if "onnxruntime" in calls:
-        for v in ("accel", "accel_frozen"):
+        for v in ("accel", "accel_frozen", "accel_nchwc"):
             if v in calls:
                 row[f"{v}/ort"] = round(row["onnxruntime_ms"] / row[f"{v}_ms"], 3)
     return row
@@ -124,6 +129,8 @@ def main() -> None:
                         default=["resnet18", "resnet50"])
     parser.add_argument("--threads", nargs="+", type=int, default=[1, os.cpu_count() or 1])
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--variants", nargs="+", choices=ALL_VARIANTS, default=list(VARIANTS),
+                        help="what takes turns (default: %(default)s)")
     parser.add_argument("--json", default=RESULTS, help=f"output file (default {RESULTS})")
     args = parser.parse_args()
     host = host_info()
@@ -134,12 +141,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             for t in args.threads:
                 row = {"model": name, **compare(built.model, inputs, t, args.rounds,
-                                                folder=folder)}
+                                                tuple(args.variants), folder=folder)}
                 rows.append(row)
                 print(f"{name:10s} {t:2d}T  " + "  ".join(
-                    f"{v} {row[f'{v}_ms']:.1f}" for v in VARIANTS if f"{v}_ms" in row) +
-                    f"  accel/ort {row.get('accel/ort')}  frozen/ort "
-                    f"{row.get('accel_frozen/ort')}", flush=True)
+                    f"{v} {row[f'{v}_ms']:.1f}" for v in ALL_VARIANTS if f"{v}_ms" in row) +
+                    "".join(f"  {v}/ort {row[f'{v}/ort']}" for v in ALL_VARIANTS
+                            if f"{v}/ort" in row), flush=True)
     print(f"{host['cpu']} ({host['isa']}), {host['cores']} cores; median ms over "
           f"{args.rounds} rounds; x/ort = onnxruntime time / x time (> 1: x faster)")
     write_json(args.json, {"host": host, "rows": rows})
