@@ -17,6 +17,9 @@ and takes the convolutions it has a better kernel for:
   FV x PT register tile of accumulators over (output channels, output positions), the
   input read as broadcast scalars, no im2col; large ones run their (image, filter
   block, position tile) items across threads (`parallel`).
+- `accel-blocked-layout`'s convolution (a `linalg.generic` on channel-blocked memrefs,
+  `match_blocked_conv`): the same direct kernel with blocked addressing, each accumulator
+  stored as 8 consecutive floats of the output.
 
     linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x64x58x58xf32>, memref<64x64x3x3xf32>)
                              outs(%o : memref<1x64x56x56xf32>)
