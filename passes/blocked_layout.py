@@ -19,15 +19,22 @@ The layout is chosen once, at the graph's edges: each eligible convolution becom
 and MLIR's data-layout propagation (`transform.apply_patterns.linalg.data_layout_propagation`,
 with canonicalization) moves each unpack down and each pack up through the elementwise
 generics (BatchNorm, ReLU, residual add) and pads between convolutions, where an unpack
-meets a pack and both fold away. What is left, at the edges (after a max pool, before the
-global pool), is lowered to expand_shape + transpose (`transform.structured.lower_pack`)
-and collapse_shape + transpose (`lower_unpack`): plain generics that bufferize and fuse.
+meets a pack and both fold away. Max pools over whole blocks are blocked the same way (one
+all-parallel generic with a window tap per input), so the stem's pool stays blocked;
+per-channel operands are read in place (`_read_parameters_in_place`). What is left, at the
+edges (before the global pool; around 1x1 convs, which stay NCHW GEMMs unless `pointwise`),
+is lowered to expand_shape + transpose (`transform.structured.lower_pack`) and
+collapse_shape + transpose (`lower_unpack`): plain generics that bufferize and fuse.
 `accel-conv-kernels` then matches the blocked generic (`match_blocked_conv`) and calls
 the direct kernel with blocked addressing (`passes/_conv_kernel.py`, `ConvSpec.block`).
 
-Matched: a `linalg.conv_2d_nchw_fchw` on static f32 tensors whose input channels C and
-filters F are multiples of 8, with at most `max-taps` taps and at least `min-flops` MACs
-(what `accel-conv-kernels` would give a kernel); 1x1 convolutions only with `pointwise`.
+Matched: a `linalg.conv_2d_nchw_fchw` on static f32 tensors whose filters F are a multiple
+of 8 (its input is blocked too when C is; the stem's 3 channels stay NCHW), with at most
+`max-taps` taps and at least `min-flops` MACs (what `accel-conv-kernels` would give a
+kernel); 1x1 convolutions only with `pointwise` (on the direct kernel they lost to the NCHW
+GEMM: docs/cpu-codegen.md, "Blocked layout"); a `linalg.pooling_nchw_max` over whole
+blocks, when some conv is blocked. With `conv_layout="nchwc"` in the CPU pipeline; level
+with NCHW on the AVX2 host, so off by default.
 """
 
 from __future__ import annotations
