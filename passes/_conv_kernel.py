@@ -455,15 +455,13 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         tgi = b.op(f"arith.remui %it, {b.c(ngroups)} : index")
         nf = b.op(f"arith.divui %it, {b.c(ngroups)} : index")
         first = b.cmp("eq", tgi, c0)
-    if group_major(s, frozen):
-        pass
-    elif filter_major(s, t):  # item = (fb * N + n) * ngroups + group
-        n = b.op(f"arith.remui {nf}, {b.c(s.n)} : index")
-        fb = b.op(f"arith.divui {nf}, {b.c(s.n)} : index")
-        first = b.op(f"arith.andi {first}, {b.cmp('eq', n, c0)} : i1")
-    else:  # item = (n * fblocks + fb) * ngroups + group
-        fb = b.op(f"arith.remui {nf}, {b.c(fblocks)} : index")
-        n = b.op(f"arith.divui {nf}, {b.c(fblocks)} : index")
+        if filter_major(s, t):  # item = (fb * N + n) * ngroups + group
+            n = b.op(f"arith.remui {nf}, {b.c(s.n)} : index")
+            fb = b.op(f"arith.divui {nf}, {b.c(s.n)} : index")
+            first = b.op(f"arith.andi {first}, {b.cmp('eq', n, c0)} : i1")
+        else:  # item = (n * fblocks + fb) * ngroups + group
+            fb = b.op(f"arith.remui {nf}, {b.c(fblocks)} : index")
+            n = b.op(f"arith.divui {nf}, {b.c(fblocks)} : index")
     # The filter block's panel Wp[c][tap][FB] (zero past F), packed by the first item of
     # each block (of each (image, block) image by image) and by this call's first item.
     need = b.op(f"arith.ori {b.cmp('eq', '%it', '%lo')}, {first} : i1")
@@ -510,8 +508,8 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
         pj = b.add(p0, b.c(j))
         oh = b.op(f"arith.divui {pj}, {b.c(s.ow)} : index")
         ow = b.op(f"arith.remui {pj}, {b.c(s.ow)} : index")
-        offs.append(b.mul(b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))), b.c(xs))
-                    if xs > 1 else b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw))))
+        off = b.add(b.mul(oh, b.c(s.sh * s.w)), b.mul(ow, b.c(s.sw)))
+        offs.append(b.mul(off, b.c(xs)) if xs > 1 else off)
     accs = [f"%a{v}_{j}" for v in range(t.fv) for j in range(t.pt)]
     if blocks:  # the sums of the channel blocks before (zeros for the first)
         slot = b.sub("%tt", t_lo)
@@ -547,8 +545,9 @@ def render_direct_conv(spec: ConvSpec, tile: ConvTile, name: str, *,
     for u in range(unroll):
         cu = b.add("%c", b.c(u)) if u else "%c"
         if nested:  # cb * H*W*B + ci + u
-            cbase = b.add(b.add(b.mul("%cbk", b.c(s.h * s.w * s.in_block)), "%ci"), b.c(u)) \
-                if u else b.add(b.mul("%cbk", b.c(s.h * s.w * s.in_block)), "%ci")
+            cbase = b.add(b.mul("%cbk", b.c(s.h * s.w * s.in_block)), "%ci")
+            if u:
+                cbase = b.add(cbase, b.c(u))
         elif s.in_block:  # channel c at (c / B) * H*W*B + c % B (a shift and a mask)
             cbase = b.add(b.mul(b.op(f"arith.divui {cu}, {b.c(s.in_block)} : index"),
                                 b.c(s.h * s.w * s.in_block)),

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from accel.ir import Module, Operation, apply_transform_script, ir
 from accel.passes.base import ModulePass, ops_named, register_pass, replace_with_function_body
+from accel.passes.matmul_microkernel import _pair
 
 #: Channels per block: one AVX2 vector; an AVX-512 accumulator spans two blocks.
 BLOCK = 8
@@ -90,13 +91,6 @@ module attributes {transform.with_named_sequence} {
   }
 }
 """
-
-
-def _pair(op: Operation, name: str) -> tuple[int, int] | None:
-    if name not in op.attributes:
-        return (1, 1)
-    values = [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
-    return (values[0], values[1]) if len(values) == 2 else None
 
 
 #: The blocked generic's [sh, sw, dh, dw, input blocked (0 or 1)]: `match_blocked_conv`
@@ -266,6 +260,8 @@ def _read_parameters_in_place(module: Operation) -> None:
             maps = list(ir.ArrayAttr(user.attributes["indexing_maps"]))
             old = ir.AffineMapAttr(maps[use.operand_number]).value
             results = list(old.results)
+            if len(results) != len(shape) + 1:
+                continue
             outer, lane = results[0], results[-1]
             if not (isinstance(outer, ir.AffineDimExpr) and isinstance(lane, ir.AffineDimExpr)):
                 continue
@@ -316,8 +312,7 @@ class BlockedLayout(ModulePass):
         is blocked), at most `max-taps` taps and `min-flops` MACs; a max pool over whole
         blocks of channels."""
         found = _shapes(op)
-        if found is None or any(len(s) != r for s, r in zip(found[0], (4, 2 + 2 * (
-                op.name == _CONV), 4), strict=True)):
+        if found is None or [len(s) for s in found[0]] != [4, 4 if op.name == _CONV else 2, 4]:
             return False
         (x, w, o), _, _ = found
         if op.name == _POOL:
