@@ -11,6 +11,7 @@ on an AVX2 host) through `compile_mlir`.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,26 @@ def test_pointwise_convs_blocked_too(monkeypatch: pytest.MonkeyPatch, frozen: bo
         _close(fn(x), model(x))
         _close(fn(x), model(x))
     assert _blocked_calls(next(p.ir for p in rec.phases if p.name == "bufferize")) == 4
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="no C compiler for the AOT library")
+@pytest.mark.parametrize("user_memory", [False, True])
+def test_aot_library(tmp_path: Path, user_memory: bool) -> None:
+    """With `aot`, the library built from the blocked code is CALLED (twice: frozen weights
+    are packed by the first call), with and without a caller's memory pool."""
+    model = Block().eval()
+    x = torch.randn(1, 16, 15, 15)
+    with torch.no_grad(), phases.recording(keep_ir=True) as rec:
+        fn = accel.compile(model, (x,), options={
+            "cache": False, "conv_layout": "nchwc", "freeze_weights": True, "aot": True,
+            "user_memory": user_memory, "aot_name": "blocked_net",
+            "output_folder": str(tmp_path)})
+        want = model(x)
+        _close(fn(x), want)
+    assert _blocked_calls(next(p.ir for p in rec.phases if p.name == "bufferize")) == 3
+    for _ in range(2):
+        _close(torch.from_numpy(np.asarray(fn.aot_library.call(x.numpy()))), want)
 
 
 @pytest.mark.parametrize("kind", ["accel.jit", "torch.compile"])
