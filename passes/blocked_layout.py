@@ -33,8 +33,10 @@ of 8 (its input is blocked too when C is; the stem's 3 channels stay NCHW), with
 `max-taps` taps and at least `min-flops` MACs (what `accel-conv-kernels` would give a
 kernel); 1x1 convolutions only with `pointwise` (on the direct kernel they lost to the NCHW
 GEMM: docs/cpu-codegen.md, "Blocked layout"); a `linalg.pooling_nchw_max` over whole
-blocks, when some conv is blocked. With `conv_layout="nchwc"` in the CPU pipeline; level
-with NCHW on the AVX2 host, so off by default.
+blocks with strides of at least 2, when some conv is blocked (at stride 1 a tap's map would
+be the loop itself, and linalg would take the loop's extent from the larger input). With
+`conv_layout="nchwc"` in the CPU pipeline; level with NCHW on the AVX2 host, so off by
+default.
 """
 
 from __future__ import annotations
@@ -195,9 +197,9 @@ def pool_text(x: list[int], window: list[int], o: list[int], strides: tuple[int,
               dilations: tuple[int, int]) -> str:
     """A function (%x, %window, %init) -> max pool, on blocked copies of %x and %init. The
     window's taps are inputs of one all-parallel generic (each the input at its own
-    offset, maxima taken in the named op's order), the channels innermost: a vector of 8
-    per tap. (As window loops, fusion sinks them inside the channel loop, which LLVM then
-    leaves scalar.)"""
+    offset, maxima taken in the named op's order; `nsz` as in `accel-pool-taps`), the
+    channels innermost: a vector of 8 per tap. (As window loops, fusion sinks them inside
+    the channel loop, which LLVM then leaves scalar.)"""
     (sh, sw), (dh, dw) = strides, dilations
     kh, kw = window
     dims = "(d0, d1, d2, d3, d4)"
@@ -208,7 +210,7 @@ def pool_text(x: list[int], window: list[int], o: list[int], strides: tuple[int,
     args = ", ".join(f"%t{k}: f32" for k in range(len(taps)))
     body, acc = [], "%a"
     for k in range(len(taps)):
-        body.append(f"    %m{k} = arith.maximumf {acc}, %t{k} : f32")
+        body.append(f"    %m{k} = arith.maximumf {acc}, %t{k} fastmath<nsz> : f32")
         acc = f"%m{k}"
     return "\n".join([
         f"func.func private @h(%x: {_tensor(x)}, %k: {_tensor(window)}, %o: {_tensor(o)}) "
@@ -309,14 +311,15 @@ class BlockedLayout(ModulePass):
 
     def eligible(self, op: Operation) -> bool:
         """A conv with whole blocks of filters (of input channels too, or only its output
-        is blocked), at most `max-taps` taps and `min-flops` MACs; a max pool over whole
-        blocks of channels."""
+        is blocked), at most `max-taps` taps and `min-flops` MACs; a strided max pool over
+        whole blocks of channels."""
         found = _shapes(op)
         if found is None or [len(s) for s in found[0]] != [4, 4 if op.name == _CONV else 2, 4]:
             return False
-        (x, w, o), _, _ = found
-        if op.name == _POOL:
-            return x[1] % BLOCK == 0 and x[:2] == o[:2]
+        (x, w, o), strides, _ = found
+        if op.name == _POOL:  # stride 1: a tap would index the input by the loop alone, and
+            # linalg would take the loop's extent from the (larger) input
+            return x[1] % BLOCK == 0 and x[:2] == o[:2] and min(strides) > 1
         (n, c, _, _), (f, c2, kh, kw), (_, _, oh, ow) = x, w, o
         if f % BLOCK or c != c2 or kh * kw > self.max_taps:
             return False

@@ -34,6 +34,7 @@ from accel.passes import (  # noqa: F401 - imported to register
     outline_contractions,
     outline_nonaffine_linalg,
     parallelize_loops,
+    pool_taps,
     precise_math_to_libm,
     prepare_one_shot,
     promote_accumulators,

@@ -127,10 +127,10 @@ func.func @lone_pool(%x: tensor<1x16x12x12xf32>) -> tensor<1x16x6x6xf32> {
 // CHECK-NOT:   linalg.transpose
 // CHECK:       linalg.generic {indexing_maps = [#[[T0]], #{{.*}}, #{{.*}}, #[[T3]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[P:.*]], %[[P]], %[[P]], %[[P]] : tensor<1x2x32x32x8xf32>, {{.*}}) outs(%{{.*}} : tensor<1x2x16x16x8xf32>)
 // CHECK-NEXT:  ^bb0(%[[X0:.*]]: f32, %[[X1:.*]]: f32, %[[X2:.*]]: f32, %[[X3:.*]]: f32, %[[A:.*]]: f32):
-// CHECK-NEXT:    %[[M0:.*]] = arith.maximumf %[[A]], %[[X0]] : f32
-// CHECK-NEXT:    %[[M1:.*]] = arith.maximumf %[[M0]], %[[X1]] : f32
-// CHECK-NEXT:    %[[M2:.*]] = arith.maximumf %[[M1]], %[[X2]] : f32
-// CHECK-NEXT:    %[[M3:.*]] = arith.maximumf %[[M2]], %[[X3]] : f32
+// CHECK-NEXT:    %[[M0:.*]] = arith.maximumf %[[A]], %[[X0]] fastmath<nsz> : f32
+// CHECK-NEXT:    %[[M1:.*]] = arith.maximumf %[[M0]], %[[X1]] fastmath<nsz> : f32
+// CHECK-NEXT:    %[[M2:.*]] = arith.maximumf %[[M1]], %[[X2]] fastmath<nsz> : f32
+// CHECK-NEXT:    %[[M3:.*]] = arith.maximumf %[[M2]], %[[X3]] fastmath<nsz> : f32
 // CHECK-NEXT:    linalg.yield %[[M3]] : f32
 // CHECK-NOT:   linalg.transpose
 // CHECK:       accel.blocked_conv = array<i64: 1, 1, 1, 1, 1>
@@ -150,6 +150,31 @@ func.func @conv_pool_conv(%x: tensor<1x3x34x34xf32>, %w1: tensor<16x3x3x3xf32>, 
   %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
   %c2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%p, %w2 : tensor<1x16x16x16xf32>, tensor<32x16x3x3xf32>) outs(%f2 : tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
   return %c2 : tensor<1x32x14x14xf32>
+}
+
+// -----
+
+// Negative: a max pool at stride 1 stays NCHW (a tap's map would be the loop itself, and
+// linalg would take the loop's extent from the larger input); the convs around it are
+// blocked, with a reorder on each side of the pool.
+// CHECK-LABEL: func.func @stride_one_pool
+// CHECK:       accel.blocked_conv
+// CHECK:       linalg.pooling_nchw_max
+// CHECK:       accel.blocked_conv
+func.func @stride_one_pool(%x: tensor<1x16x22x22xf32>, %w1: tensor<16x16x3x3xf32>, %w2: tensor<16x16x3x3xf32>) -> tensor<1x16x16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<1x16x20x20xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x20x20xf32>) -> tensor<1x16x20x20xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w1 : tensor<1x16x22x22xf32>, tensor<16x16x3x3xf32>) outs(%f : tensor<1x16x20x20xf32>) -> tensor<1x16x20x20xf32>
+  %pe = tensor.empty() : tensor<1x16x18x18xf32>
+  %pf = linalg.fill ins(%ninf : f32) outs(%pe : tensor<1x16x18x18xf32>) -> tensor<1x16x18x18xf32>
+  %k = tensor.empty() : tensor<3x3xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%c, %k : tensor<1x16x20x20xf32>, tensor<3x3xf32>) outs(%pf : tensor<1x16x18x18xf32>) -> tensor<1x16x18x18xf32>
+  %e2 = tensor.empty() : tensor<1x16x16x16xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32>
+  %c2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%p, %w2 : tensor<1x16x18x18xf32>, tensor<16x16x3x3xf32>) outs(%f2 : tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32>
+  return %c2 : tensor<1x16x16x16xf32>
 }
 
 // -----

@@ -83,6 +83,20 @@ def test_block_matches_eager(threads: int, frozen: bool) -> None:
     assert "linalg.conv_2d_nchw_fchw" not in ir
 
 
+def test_stride_one_pool_between_blocked_convs() -> None:
+    """A 3x3 max pool at stride 1 (an SPP-style block) stays NCHW between blocked convs
+    (it failed linalg's verifier as a blocked generic before session 25)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 1, 1),
+        torch.nn.Conv2d(16, 16, 3, padding=1)).eval()
+    x = torch.randn(1, 8, 20, 20)
+    with torch.no_grad(), phases.recording(keep_ir=True) as rec:
+        fn = accel.compile(model, (x,), options={"cache": False, "conv_layout": "nchwc"})
+        _close(fn(x), model(x))
+    assert _blocked_calls(next(p.ir for p in rec.phases if p.name == "bufferize")) == 2
+
+
 def test_nchw_is_the_default() -> None:
     model = Block().eval()
     x = torch.randn(1, 16, 15, 15)

@@ -69,6 +69,12 @@ FOLD_MATVEC_TRANSPOSES = "accel-fold-matvec-transposes"
 #: kernel then stores each accumulator as it is (docs/cpu-codegen.md, "Blocked layout").
 BLOCKED_LAYOUT = "accel-blocked-layout"
 
+#: Last of the tensor passes (after BLOCKED_LAYOUT, which rewrites the pools it blocks): a
+#: max pool becomes one all-parallel generic with an input per window tap, so each output
+#: is stored once, not read and written per tap after a fill of -inf (ResNet's stem pool:
+#: docs/cpu-codegen.md, "The stem's max pool").
+POOL_TAPS = "accel-pool-taps"
+
 #: First at every opt_level when `mm_conv_precision_mode` is not "default": the mode's
 #: casts around each matmul/convolution are semantics, not an optimisation, and must be in
 #: place before reduce-reduce fusion or the GEMM kernels rewrite the matmuls.
@@ -220,6 +226,7 @@ def pipelines(opts: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]
     tensor_passes = [FOLD_FLIPS, FOLD_MATVEC_TRANSPOSES]
     if opts.get("conv_layout", "nchw") == "nchwc":
         tensor_passes.append(BLOCKED_LAYOUT)
+    tensor_passes.append(POOL_TAPS)
     fuse = precision + [p for p in tensor_passes
                         if lookup_pass(p.split("{", 1)[0]) is not None] + \
         [p for flag, p in FUSE_ON_TENSORS if not opts[flag]
