@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 import accel
-import accel.dynamo  # noqa: F401 - registers the "accel" backend
 import numpy as np
 import pytest
 from accel import phases
+from training_models import assert_sgd_steps_match, entry_point
 
 torch = pytest.importorskip("torch")
 
@@ -101,11 +101,7 @@ def test_other_entry_points(kind: str) -> None:
     x = torch.randn(1, 3, 32, 32)
     options = {"cache": False}
     with torch.no_grad():
-        if kind == "accel.jit":
-            fn = accel.jit(model, compile_options=options)
-        else:
-            torch._dynamo.reset()
-            fn = torch.compile(model, backend="accel", options={**options, "strict_target": True})
+        fn = entry_point(model, kind, options)
         _close(fn(x), model(x))
         _close(fn(2 * x), model(2 * x))
     torch._dynamo.reset()
@@ -121,20 +117,8 @@ def test_train_step_matches_eager() -> None:
             torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
             torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
 
-    ours, ref = make(), make()
     x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 4, (4,))
-    loss = torch.nn.CrossEntropyLoss()
-    opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, ref))
-    step = accel.compile_train_step(ours, lambda m, a, b: loss(m(a), b), opt, (x, y),
-                                    options={"cache": False})
-    for _ in range(3):
-        got = float(step(x, y).detach())
-        ref_opt.zero_grad()
-        want_t = loss(ref(x), y)
-        want_t.backward()
-        ref_opt.step()
-        want = want_t.item()
-        assert abs(got - want) <= 1e-4 * abs(want), (got, want)
+    assert_sgd_steps_match(make, x, y, {"cache": False})
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,

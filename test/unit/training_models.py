@@ -1,5 +1,7 @@
 """Models, losses and optimizers shared by the compiled-training tests (test_training.py,
-test_data_parallel.py, test_dynamo_training.py, test_rdu_training.py)."""
+test_data_parallel.py, test_dynamo_training.py, test_rdu_training.py), and the SGD and
+entry-point checks of the CNN layout/kernel tests (test_blocked_layout.py,
+test_pool_taps.py)."""
 
 from __future__ import annotations
 
@@ -101,3 +103,36 @@ OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
     "adamw-amsgrad": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.05,
                                                  amsgrad=True),
 }
+
+
+def assert_sgd_steps_match(make: Callable[[], torch.nn.Module], x: torch.Tensor,
+                           y: torch.Tensor, options: dict[str, Any], steps: int = 3) -> None:
+    """`steps` SGD steps of a compiled classifier train step give eager's losses (1e-4)."""
+    import accel
+
+    ours, ref = make(), make()
+    loss = torch.nn.CrossEntropyLoss()
+    opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, ref))
+    step = accel.compile_train_step(ours, lambda m, a, b: loss(m(a), b), opt, (x, y),
+                                    options=options)
+    for _ in range(steps):
+        got = float(step(x, y).detach())
+        ref_opt.zero_grad()
+        want_t = loss(ref(x), y)
+        want_t.backward()
+        ref_opt.step()
+        want = want_t.item()
+        assert abs(got - want) <= 1e-4 * abs(want), (got, want)
+
+
+def entry_point(model: torch.nn.Module, kind: str, options: dict[str, Any]
+                ) -> Callable[..., torch.Tensor]:
+    """`model` compiled through `@accel.jit` ("accel.jit") or `torch.compile` with the
+    accel backend, strict ("torch.compile"; dynamo reset first: reset it after too)."""
+    import accel
+    import accel.dynamo  # noqa: F401 - registers the "accel" backend
+
+    if kind == "accel.jit":
+        return accel.jit(model, compile_options=options)
+    torch._dynamo.reset()
+    return torch.compile(model, backend="accel", options={**options, "strict_target": True})
