@@ -20,12 +20,11 @@ is stored once, and the fill of -inf goes:
 The maxima are taken in the named op's order, starting from the init unless it is a fill
 of -inf (then from the first tap: the same values, NaN propagated the same way).
 
-Matched: a `linalg.pooling_nchw_max` on static f32 tensors, strides of at least 2 (at
-stride 1 a tap's map would be the loop itself, and linalg would take the loop's extent
-from the larger input), whose window has at most
-`max-taps` taps (a global pool over a 7 x 7 map stays as it is: 49 inputs of one
-generic). With `conv_layout="nchwc"`, pools over blocked channels are rewritten by
-`accel-blocked-layout` first.
+Matched: a `linalg.pooling_nchw_max` on static f32 tensors with a static 2-D window of at
+most `max-taps` taps (a global pool over a 7 x 7 map stays as it is: 49 inputs of one
+generic) and strides of at least 2 (at stride 1 a tap's map would be the loop itself, and
+linalg would take the loop's extent from the larger input). With `conv_layout="nchwc"`,
+pools over blocked channels are rewritten by `accel-blocked-layout` first.
 
 In the default CPU pipeline at opt_level >= 1 (`accel.host.pipelines.POOL_TAPS`).
 """
@@ -89,7 +88,10 @@ class PoolTaps(ModulePass):
         window = op.operands[1].type
         if x_t is None or o_t is None or not isinstance(window, ir.ShapedType):
             return
-        kh, kw = ir.ShapedType(window).shape
+        window = ir.ShapedType(window)
+        if window.rank != 2 or not window.has_static_shape:
+            return
+        kh, kw = window.shape
         strides, dilations = _pair(op, "strides"), _pair(op, "dilations")
         if strides is None or dilations is None or kh * kw > self.max_taps:
             return

@@ -102,3 +102,15 @@ func.func @shared_fill(%x: tensor<1x8x9x9xf32>) -> (tensor<1x8x4x4xf32>, tensor<
   %y = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<1x8x9x9xf32>, tensor<3x3xf32>) outs(%f : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %y, %f : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// Negative: a window of dynamic width (3 x ?) stays a named op.
+// CHECK-LABEL: func.func @dynamic_window
+// CHECK:       linalg.pooling_nchw_max
+// CHECK-NOT:   linalg.generic
+func.func @dynamic_window(%x: tensor<1x8x9x9xf32>, %init: tensor<1x8x4x4xf32>, %n: index) -> tensor<1x8x4x4xf32> {
+  %w = tensor.empty(%n) : tensor<3x?xf32>
+  %y = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<1x8x9x9xf32>, tensor<3x?xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %y : tensor<1x8x4x4xf32>
+}
