@@ -164,6 +164,30 @@ def conv_items(spec: ConvSpec, tile: ConvTile) -> int:
     return spec.n * _ceil(spec.f, tile.fb) * _ceil(_ceil(spec.oh * spec.ow, tile.pt), tg)
 
 
+def _lanes(b: _Emitter, acc: str, h: int, width: int, vl: int) -> str:
+    """Lanes [h*width, +width) of the vl-lane accumulator `acc` (itself when vl == width)."""
+    if vl == width:
+        return acc
+    return b.op(f"vector.extract_strided_slice {acc} {{offsets = [{h * width}], "
+                f"sizes = [{width}], strides = [1]}} : vector<{vl}xf32> to "
+                f"vector<{width}xf32>", "h")
+
+
+def _put(b: _Emitter, value: str, at: str, mem_t: str, vt: str, store: bool,
+         guard: str | None) -> None:
+    """`value` (a `vt` vector) stored at `%Of[at]` (or added into it without `store`),
+    under `scf.if guard` when there is one (filters past F)."""
+    if guard is not None:
+        b.emit(f"scf.if {guard} {{")
+        b.indent += 1
+    if not store:
+        old = b.op(f"vector.load %Of[{at}] : {mem_t}, {vt}")
+        value = b.op(f"arith.addf {old}, {value} : {vt}")
+    b.emit(f"vector.store {value}, %Of[{at}] : {mem_t}, {vt}")
+    if guard is not None:
+        b.close()
+
+
 def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str, p0: str,
                 skip: str, not_last: str, *, store: bool,
                 epilogue: EpilogueCode | None = None) -> None:
@@ -193,11 +217,7 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
         for v in range(t.fv):
             for h in range(t.vl // 8):  # 8 of the vector's filters
                 def part(j: int, v: int = v, h: int = h) -> str:
-                    acc = f"{res}#{v * t.pt + j}"
-                    if t.vl == 8:
-                        return acc
-                    return b.op(f"vector.extract_strided_slice {acc} {{offsets = [{h * 8}], "
-                                f"sizes = [8], strides = [1]}} : {f32v} to {v8}", "h")
+                    return _lanes(b, f"{res}#{v * t.pt + j}", h, 8, t.vl)
 
                 for g in range(groups):
                     js = range(8 * g, min(8 * g + 8, t.pt))
@@ -205,17 +225,15 @@ def _write_back(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str, fb: str
                     pg = b.add(p0, b.c(8 * g)) if g else p0
                     for k, col in enumerate(transpose8(b, rows)):
                         f = b.add(f0, b.c(v * t.vl + h * 8 + k))
-                        if s.f % t.fb:
-                            b.emit(f"scf.if {b.cmp('ult', f, b.c(s.f))} {{")
+                        guard = b.cmp('ult', f, b.c(s.f)) if s.f % t.fb else None
+                        if guard is not None:  # the epilogue's loads inside the guard too
+                            b.emit(f"scf.if {guard} {{")
                             b.indent += 1
-                        if not store:
-                            old = b.op(f"vector.load %Of[{n}, {f}, {pg}] : {of_t}, {v8}")
-                            col = b.op(f"arith.addf {old}, {col} : {v8}")
-                        elif epilogue is not None:  # lanes past PT: the next tile's
+                        if store and epilogue is not None:  # lanes past PT: the next tile's
                             col = emit_epilogue(b, epilogue, col, 8, f, f"{n}, {f}, {pg}",
                                                 of_t)
-                        b.emit(f"vector.store {col}, %Of[{n}, {f}, {pg}] : {of_t}, {v8}")
-                        if s.f % t.fb:
+                        _put(b, col, f"{n}, {f}, {pg}", of_t, v8, store, None)
+                        if guard is not None:
                             b.close()
         b.close(" else {")
         b.indent += 1
@@ -250,7 +268,6 @@ def _write_back_blocked(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str,
     bk = s.block
     ob_t = f"memref<{s.n}x{s.f // bk}x{s.oh * s.ow}x{bk}xf32>"
     vb = f"vector<{bk}xf32>"
-    f32v = f"vector<{t.vl}xf32>"
     blk0 = b.mul(fb, b.c(t.fb // bk))
     for j in range(t.pt):
         b.emit(f"scf.if {b.cmp('uge', b.c(j), skip)} {{")
@@ -258,20 +275,10 @@ def _write_back_blocked(b: _Emitter, s: ConvSpec, t: ConvTile, res: str, n: str,
         pj = b.add(p0, b.c(j))
         for v in range(t.fv):
             for h in range(t.vl // bk):
-                acc = f"{res}#{v * t.pt + j}"
-                if t.vl != bk:
-                    acc = b.op(f"vector.extract_strided_slice {acc} {{offsets = [{h * bk}], "
-                               f"sizes = [{bk}], strides = [1]}} : {f32v} to {vb}", "h")
+                acc = _lanes(b, f"{res}#{v * t.pt + j}", h, bk, t.vl)
                 blk = b.add(blk0, b.c((v * t.vl + h * bk) // bk))
-                if s.f % t.fb:
-                    b.emit(f"scf.if {b.cmp('ult', blk, b.c(s.f // bk))} {{")
-                    b.indent += 1
-                if not store:
-                    old = b.op(f"vector.load %Of[{n}, {blk}, {pj}, {b.c(0)}] : {ob_t}, {vb}")
-                    acc = b.op(f"arith.addf {old}, {acc} : {vb}")
-                b.emit(f"vector.store {acc}, %Of[{n}, {blk}, {pj}, {b.c(0)}] : {ob_t}, {vb}")
-                if s.f % t.fb:
-                    b.close()
+                guard = b.cmp('ult', blk, b.c(s.f // bk)) if s.f % t.fb else None
+                _put(b, acc, f"{n}, {blk}, {pj}, {b.c(0)}", ob_t, vb, store, guard)
         b.close()
 
 
