@@ -23,7 +23,7 @@ from accel import phases
 from accel.options import OptionError
 from accel.passes.blocked_layout import blocked_maps
 from accel.pipeline import run_pipeline
-from training_models import assert_sgd_steps_match, entry_point
+from training_models import assert_entry_point_matches, assert_sgd_steps_match
 
 torch = pytest.importorskip("torch")
 
@@ -148,11 +148,7 @@ def test_other_entry_points(kind: str) -> None:
     model = Block().eval()
     x = torch.randn(1, 16, 15, 15)
     options = {"cache": False, "conv_layout": "nchwc"}
-    with torch.no_grad():
-        fn = entry_point(model, kind, options)
-        _close(fn(x), model(x))
-        _close(fn(2 * x), model(2 * x))
-    torch._dynamo.reset()
+    assert_entry_point_matches(model, kind, options, x, _close)
 
 
 def test_train_step_matches_eager() -> None:

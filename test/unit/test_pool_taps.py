@@ -18,7 +18,7 @@ import accel
 import numpy as np
 import pytest
 from accel import phases
-from training_models import assert_sgd_steps_match, entry_point
+from training_models import assert_entry_point_matches, assert_sgd_steps_match
 
 torch = pytest.importorskip("torch")
 
@@ -100,11 +100,7 @@ def test_other_entry_points(kind: str) -> None:
     model = Stem().eval()
     x = torch.randn(1, 3, 32, 32)
     options = {"cache": False}
-    with torch.no_grad():
-        fn = entry_point(model, kind, options)
-        _close(fn(x), model(x))
-        _close(fn(2 * x), model(2 * x))
-    torch._dynamo.reset()
+    assert_entry_point_matches(model, kind, options, x, _close)
 
 
 def test_train_step_matches_eager() -> None:

@@ -125,14 +125,22 @@ def assert_sgd_steps_match(make: Callable[[], torch.nn.Module], x: torch.Tensor,
         assert abs(got - want) <= 1e-4 * abs(want), (got, want)
 
 
-def entry_point(model: torch.nn.Module, kind: str, options: dict[str, Any]
-                ) -> Callable[..., torch.Tensor]:
+def assert_entry_point_matches(model: torch.nn.Module, kind: str, options: dict[str, Any],
+                               x: torch.Tensor,
+                               close: Callable[[torch.Tensor, torch.Tensor], None]) -> None:
     """`model` compiled through `@accel.jit` ("accel.jit") or `torch.compile` with the
-    accel backend, strict ("torch.compile"; dynamo reset first: reset it after too)."""
+    accel backend, strict ("torch.compile"), called on `x` and `2 * x`: `close(got, want)`
+    against eager for each (dynamo reset before and after)."""
     import accel
     import accel.dynamo  # noqa: F401 - registers the "accel" backend
 
-    if kind == "accel.jit":
-        return accel.jit(model, compile_options=options)
     torch._dynamo.reset()
-    return torch.compile(model, backend="accel", options={**options, "strict_target": True})
+    with torch.no_grad():
+        if kind == "accel.jit":
+            fn = accel.jit(model, compile_options=options)
+        else:
+            fn = torch.compile(model, backend="accel",
+                               options={**options, "strict_target": True})
+        close(fn(x), model(x))
+        close(fn(2 * x), model(2 * x))
+    torch._dynamo.reset()
