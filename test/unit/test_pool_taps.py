@@ -6,12 +6,15 @@ inputs, so the pool alone must match exactly (NaN where eager has NaN; the sign 
 tie is the one liberty, `nsz`); after convolutions the tolerance is 1e-4 of the output's
 magnitude (the kernels sum in another order). Entry points: `accel.compile` (live and
 frozen weights, 1 and 2 threads, both conv layouts), `@accel.jit`, `torch.compile`, a train
-step and the AOT library.
+step, accel-compile (reloaded with `accel.load`) and the AOT library.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import accel
@@ -129,3 +132,34 @@ def test_aot_library(tmp_path: Path) -> None:
         want = model(x)
     for _ in range(2):
         _close(torch.from_numpy(np.asarray(fn.aot_library.call(x.numpy()))), want)
+
+
+MODEL_PY = """
+import torch
+
+def get_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(3, 2, 1), torch.nn.Conv2d(16, 8, 3))
+    return model, (torch.randn(1, 3, 20, 20),)
+"""
+
+
+def test_accel_compile(tmp_path: Path) -> None:
+    """accel-compile --inference: the pool is rewritten (no named pool left after the
+    tensor passes), and the folder accel.load reloads computes the model."""
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    r = subprocess.run([sys.executable, "-m", "accel.tools.accel_compile", "model.py",
+                        "--inference", "--pef-name", "pooled"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "ACCEL_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out" / "pooled"
+    fused = [f for f in (out / "ir").iterdir() if f.name.endswith("-fuse.mlir")]
+    assert len(fused) == 1 and _pools_left(fused[0].read_text()) == 0
+    spec: dict = {}
+    exec(MODEL_PY, spec)  # the same model.py, in this process
+    net, (x,) = spec["get_model"]()
+    loaded = accel.load(out)
+    with torch.no_grad():
+        _close(loaded(x), net.eval()(x))
